@@ -1,0 +1,65 @@
+"""Settings of the memory pot and of Continual Context Distillation, validated once and passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CAP_MODES = ("general", "question")
+
+
+@dataclass(frozen=True)
+class PotConfig:
+    # |M|: the most KV entries a layer's head may ever hold, CaP included. 4K as in the paper's main setting.
+    pot_size: int = 4096
+    # |C|: entries kept after each distillation. Half the pot: each cycle reads ~2K fresh tokens while the
+    # kept half still leaves |M|-|C| entries for a question and its answer (see README, "Choosing |C|").
+    keep_size: int = 2048
+    # alpha: share of |C| filled by Novelty-under-Compression before CaP fills the rest (paper: 0.5 best).
+    nuc_ratio: float = 0.5
+    # Scoring strategy, one of core.scorers.METHODS.
+    method: str = "infinipot"
+    # "general" (CaP-G) or "question" (CaP-Q, needs `question`).
+    cap_mode: str = "general"
+    question: str | None = None
+    # Context-Reset RoPE; False only for the ablation.
+    cr_rope: bool = True
+    # Fewest leading tokens protected as attention sinks; the chat template's opening is always protected.
+    min_sink_tokens: int = 4
+    # Forward passes are split into pieces of at most this many tokens: bounds activation memory on CPU
+    # without changing the math (the causal cache makes the pieces equivalent to one pass).
+    forward_tokens: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.pot_size < 16:
+            raise ValueError(f"pot size must be at least 16 entries, got {self.pot_size}")
+        if not 0 < self.keep_size < self.pot_size:
+            raise ValueError(
+                f"kept size must be between 1 and the pot size - 1 ({self.pot_size - 1}), got {self.keep_size}"
+            )
+        if not 0.0 <= self.nuc_ratio <= 1.0:
+            raise ValueError(f"NuC ratio must be between 0 and 1, got {self.nuc_ratio}")
+        if self.cap_mode not in CAP_MODES:
+            raise ValueError(f"CaP mode must be one of {', '.join(CAP_MODES)}, got {self.cap_mode!r}")
+        if self.cap_mode == "question" and not (self.question and self.question.strip()):
+            raise ValueError("CaP mode 'question' needs a question (--question)")
+        if self.min_sink_tokens < 0 or self.min_sink_tokens >= self.keep_size:
+            raise ValueError(f"sink tokens must be between 0 and the kept size, got {self.min_sink_tokens}")
+        if self.forward_tokens < 1:
+            raise ValueError(f"forward piece length must be positive, got {self.forward_tokens}")
+        from .scorers import METHODS  # local import: scorers import this module
+
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+
+    def identity(self) -> dict:
+        """The settings that change what a pot contains (the reuse key for stored pots)."""
+        return {
+            "pot_size": self.pot_size,
+            "keep_size": self.keep_size,
+            "nuc_ratio": self.nuc_ratio,
+            "method": self.method,
+            "cap_mode": self.cap_mode,
+            "question": self.question if self.cap_mode == "question" else None,
+            "cr_rope": self.cr_rope,
+            "min_sink_tokens": self.min_sink_tokens,
+        }

@@ -1,0 +1,89 @@
+"""One distillation step: catalyst-prompt attention, per-head selection, and CR-RoPE on what is kept."""
+
+from __future__ import annotations
+
+import torch
+
+from . import hf_adapter
+from .pot import Pot
+from .rope import reposition_keys
+from .scorers import LayerEvidence, Scorer
+from .selection import select_entries
+
+
+def catalyst_attention(model, cache, catalyst_ids: list[int], start_position: int) -> list[torch.Tensor]:
+    """Append the catalyst prompt, return each layer's CaP attention over the older entries, take CaP out.
+
+    Returns per layer (H_kv, n): attention of the |P| CaP queries summed (Eq. 2), averaged over each GQA
+    group's query heads. The cache ends as it began (n entries).
+    """
+    n = hf_adapter.cache_length(cache)
+    kv_heads = cache.layers[0].keys.shape[1]
+
+    def reduce(_layer_idx: int, weights: torch.Tensor) -> torch.Tensor:
+        per_query_head = weights[0, :, :, :n].float().sum(dim=1)  # (H_q, n)
+        return per_query_head.view(kv_heads, -1, n).mean(dim=1)  # (H_kv, n)
+
+    device = cache.layers[0].keys.device
+    ids = torch.tensor([catalyst_ids], device=device)  # (1, P)
+    positions = torch.arange(start_position, start_position + len(catalyst_ids), device=device)[None]
+    with hf_adapter.eager_attention(model), hf_adapter.captured_attention(model, reduce) as per_layer:
+        hf_adapter.decoder(model)(input_ids=ids, position_ids=positions, past_key_values=cache, use_cache=True)
+    hf_adapter.drop_last(cache, len(catalyst_ids))
+    return per_layer
+
+
+def compress_pot(
+    model,
+    pot: Pot,
+    scorer: Scorer,
+    catalyst: list[torch.Tensor] | None,
+    keep: int,
+    sink_tokens: int,
+    cr_rope: bool,
+) -> Pot:
+    """The pot reduced to `keep` entries per layer and head, keys re-positioned to 0..keep-1 with CR-RoPE."""
+    kept_idx, reasons = [], []
+    for layer in range(len(pot.keys)):
+        evidence = LayerEvidence(
+            catalyst=None if catalyst is None else catalyst[layer],
+            novelty=pot.novelty[layer],
+            origin=pot.origin[layer],
+        )
+        idx, reason = select_entries(
+            scorer.score(evidence), pot.novelty[layer], pot.origin[layer] < sink_tokens, keep, scorer.novelty_share
+        )
+        kept_idx.append(idx)
+        reasons.append(reason)
+    idx = torch.stack(kept_idx)  # (L, H_kv, keep)
+    old_positions = pot.positions.gather(2, idx)  # (L, H_kv, keep)
+    if cr_rope:
+        new_positions = torch.arange(keep, device=idx.device).expand_as(idx).contiguous()
+        old_cos, old_sin = hf_adapter.rotary_cos_sin(model, old_positions)  # (L, H_kv, keep, rot)
+        new_cos, new_sin = hf_adapter.rotary_cos_sin(model, new_positions[0, :1])  # (1, keep, rot)
+        next_position = keep
+    else:
+        new_positions, next_position = old_positions, pot.next_position
+
+    keys, values = [], []
+    for layer, (k, v) in enumerate(zip(pot.keys, pot.values)):
+        gather_idx = idx[layer][None, :, :, None].expand(-1, -1, -1, k.shape[-1])  # (1, H_kv, keep, D)
+        k_kept = k.gather(2, gather_idx)
+        if cr_rope:
+            k_kept = reposition_keys(k_kept, (old_cos[layer][None], old_sin[layer][None]), (new_cos, new_sin))
+        keys.append(k_kept)
+        values.append(v.gather(2, gather_idx))
+    return Pot(
+        keys=keys,
+        values=values,
+        origin=pot.origin.gather(2, idx),
+        kept_by=torch.stack(reasons),
+        novelty=pot.novelty.gather(2, idx),
+        positions=new_positions,
+        next_position=next_position,
+        prefix_len=pot.prefix_len,
+        tokens_read=pot.tokens_read,
+        cycles=pot.cycles + 1,
+        peak_entries=pot.peak_entries,
+        last_logprobs=pot.last_logprobs,
+    )

@@ -1,0 +1,121 @@
+"""The engine's public face: read a token stream into a pot, then answer questions from that pot."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from . import hf_adapter
+from .config import PotConfig
+from .distill import catalyst_attention, compress_pot
+from .errors import PotTooSmallError
+from .generate import TextStreamer, generate_greedy, stop_token_ids
+from .model import LoadedModel
+from .pot import Pot
+from .prompts import PromptLayout, catalyst_texts, encode
+from .reader import ContinualReader
+from .scorers import make_scorer
+
+
+@dataclass
+class AnswerStats:
+    """Filled while an answer streams."""
+
+    ttft_seconds: float | None = None
+    seconds: float = 0.0
+    new_tokens: int = 0
+    compressed_for_answer: bool = False
+    peak_entries: int = 0
+    token_ids: list[int] = field(default_factory=list)
+
+
+class Engine:
+    """A loaded model bound to pot settings."""
+
+    def __init__(self, loaded: LoadedModel, config: PotConfig) -> None:
+        self.loaded = loaded
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.config = config
+        self.layout = PromptLayout.for_tokenizer(self.tokenizer)
+        self.prefix_ids = encode(self.tokenizer, self.layout.opening)
+        texts = catalyst_texts()
+        if config.cap_mode == "question":
+            instruction = texts["question"].format(question=config.question.strip())
+        else:
+            instruction = texts["general"]
+        self.catalyst_ids = self.request_ids(instruction)
+        self.summary_instruction = texts["summary"]
+        self.stop_ids = stop_token_ids(self.model, self.tokenizer)
+
+    def request_ids(self, instruction: str) -> list[int]:
+        """Tokens after the document for a question, a summary or a catalyst prompt."""
+        return encode(self.tokenizer, self.layout.request(instruction))
+
+    def new_reader(self, on_step: Callable[[Pot], None] | None = None) -> ContinualReader:
+        return ContinualReader(self.model, self.config, self.catalyst_ids, on_step=on_step)
+
+    def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
+        """Read a whole token stream (without the template opening, which is added here)."""
+        reader = self.new_reader(on_step)
+        reader.start(self.prefix_ids)
+        for ids in chunks:
+            reader.feed(ids)
+        return reader.pot
+
+    def answer(
+        self, pot: Pot, question: str, max_new_tokens: int = 256, stats: AnswerStats | None = None
+    ) -> Iterator[str]:
+        """Stream the answer to `question` as text pieces; `pot` itself is left unchanged."""
+        if not question or not question.strip():
+            raise ValueError("the question is empty")
+        return self._respond(pot, self.request_ids(question), max_new_tokens, stats or AnswerStats())
+
+    def summarize(self, pot: Pot, max_new_tokens: int = 256, stats: AnswerStats | None = None) -> Iterator[str]:
+        return self._respond(pot, self.request_ids(self.summary_instruction), max_new_tokens, stats or AnswerStats())
+
+    def _respond(self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats) -> Iterator[str]:
+        if max_new_tokens < 1:
+            raise ValueError(f"max new tokens must be positive, got {max_new_tokens}")
+        started = time.perf_counter()
+        cache, next_position, entries = self._cache_for_request(pot, len(request), max_new_tokens, stats)
+        streamer = TextStreamer(self.tokenizer)
+        for token in generate_greedy(self.model, cache, request, next_position, max_new_tokens, self.stop_ids):
+            if stats.ttft_seconds is None:
+                stats.ttft_seconds = time.perf_counter() - started
+            stats.new_tokens += 1
+            stats.token_ids.append(token)
+            stats.peak_entries = entries + len(request) + stats.new_tokens
+            delta = streamer.push(token)
+            if delta:
+                yield delta
+            stats.seconds = time.perf_counter() - started
+        stats.seconds = time.perf_counter() - started
+
+    @torch.inference_mode()
+    def _cache_for_request(self, pot: Pot, request_len: int, max_new_tokens: int, stats: AnswerStats):
+        """A cache over the pot with room for the request and answer, distilling a copy when it is too full."""
+        limit = self.config.pot_size
+        needed = request_len + max_new_tokens
+        cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values)))
+        if pot.entries + needed <= limit:
+            return cache, pot.next_position, pot.entries
+        room = limit - self.config.keep_size
+        if needed > room:
+            raise PotTooSmallError(
+                f"the request ({request_len} tokens) plus up to {max_new_tokens} answer tokens needs {needed} "
+                f"entries, but a pot of {limit} keeping {self.config.keep_size} leaves {room}; "
+                "ask a shorter question, lower --max-new-tokens, or use a larger --pot-size"
+            )
+        scorer = make_scorer(self.config.method, self.config.nuc_ratio)
+        catalyst = None
+        if scorer.needs_catalyst:
+            catalyst = catalyst_attention(self.model, cache, self.catalyst_ids, pot.next_position)
+        sinks = max(self.config.min_sink_tokens, pot.prefix_len)
+        fitted = compress_pot(self.model, pot, scorer, catalyst, self.config.keep_size, sinks, self.config.cr_rope)
+        stats.compressed_for_answer = True
+        cache = hf_adapter.cache_from_layers(list(zip(fitted.keys, fitted.values)))
+        return cache, fitted.next_position, fitted.entries

@@ -1,0 +1,125 @@
+"""The one place that touches transformers internals: cache layers, attention modules, rotary embeddings.
+
+transformers changes these between versions (the cache moved from tuples to `cache.layers[i].keys` in 4.5x,
+`output_attentions` became hook-recorded in 5.x); pyproject pins the range this module was tested with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from transformers import DynamicCache
+
+
+def new_cache() -> DynamicCache:
+    """An empty cache whose every layer is a plain growing layer (no sliding-window eviction of ours)."""
+    return DynamicCache()
+
+
+def cache_from_layers(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+    """A cache over the given per-layer (keys, values), each (1, H_kv, T, D), sharing their storage.
+
+    Sharing is safe: a DynamicLayer grows by concatenation into new tensors and never writes in place.
+    """
+    cache = DynamicCache()
+    for layer_idx, (keys, values) in enumerate(layers):
+        cache.update(keys[:, :, :0], values[:, :, :0], layer_idx)
+        cache.layers[layer_idx].keys = keys
+        cache.layers[layer_idx].values = values
+    return cache
+
+
+def cache_layers(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The per-layer (keys, values) of a cache, each (1, H_kv, T, D), without copying."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def cache_length(cache: DynamicCache) -> int:
+    """Entries per head currently held (the same in every layer here)."""
+    return cache.get_seq_length() if cache.layers else 0
+
+
+def drop_last(cache: DynamicCache, count: int) -> None:
+    """Remove the newest `count` entries of every layer (used to take the catalyst prompt back out)."""
+    if count > 0:
+        cache.crop(-count)
+
+
+def decoder(model: torch.nn.Module) -> torch.nn.Module:
+    """The base transformer (embeddings, layers, final norm) under the LM head."""
+    return model.get_decoder()
+
+
+def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
+    return [layer.self_attn for layer in decoder(model).layers]
+
+
+def rotary_cos_sin(model: torch.nn.Module, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin of the model's own rotary embedding at integer `positions` (..., T) -> (..., T, rot_dim), fp32.
+
+    Using the model's module keeps every scaling variant (linear, dynamic, llama3, yarn with its attention
+    factor folded into cos/sin) exact.
+    """
+    rotary = decoder(model).rotary_emb
+    flat = positions.reshape(1, -1).to(device=next(model.parameters()).device)
+    probe = torch.zeros(1, flat.shape[1], 1, device=flat.device, dtype=torch.float32)
+    cos, sin = rotary(probe, flat)
+    shape = (*positions.shape, cos.shape[-1])
+    return cos.float().reshape(shape), sin.float().reshape(shape)
+
+
+def final_logit_softcap(model: torch.nn.Module) -> float | None:
+    """Gemma2-style tanh capping of the output logits, which the LM head call below must repeat."""
+    return getattr(model.config, "final_logit_softcapping", None)
+
+
+def vocab_logits(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """LM-head logits for final hidden states (..., hidden) -> (..., vocab), fp32, capped like the model's own."""
+    logits = model.get_output_embeddings()(hidden).float()
+    cap = final_logit_softcap(model)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+@contextmanager
+def eager_attention(model: torch.nn.Module) -> Iterator[None]:
+    """Run the model with eager attention, the only implementation that returns attention weights.
+
+    Only the short catalyst-prompt pass goes through here, so its cost is |P| queries against the pot.
+    """
+    previous = model.config._attn_implementation
+    if previous == "eager":
+        yield
+        return
+    model.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(previous)
+
+
+@contextmanager
+def captured_attention(model: torch.nn.Module, reduce) -> Iterator[list]:
+    """Collect `reduce(layer_idx, weights)` for each layer's attention weights (1, H_q, T_q, T_kv).
+
+    Reducing inside the hook keeps only one layer's weights alive at a time.
+    """
+    results: list = [None] * len(attention_modules(model))
+    handles = []
+    for layer_idx, module in enumerate(attention_modules(model)):
+
+        def hook(_module, _args, output, layer_idx=layer_idx):
+            weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+            if weights is None:
+                raise RuntimeError("attention weights were not returned; eager attention is required")
+            results[layer_idx] = reduce(layer_idx, weights)
+
+        handles.append(module.register_forward_hook(hook))
+    try:
+        yield results
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -1,0 +1,73 @@
+"""The memory pot: the distilled KV cache of a document and where every kept entry came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Pot:
+    """KV entries of every layer plus their provenance; n entries per head, the same n in every layer."""
+
+    keys: list[torch.Tensor]  # per layer (1, H_kv, n, D), rotated at `positions`
+    values: list[torch.Tensor]  # per layer (1, H_kv, n, D)
+    origin: torch.Tensor  # (L, H_kv, n) int64: index of the entry's token in the stream (prefix included)
+    kept_by: torch.Tensor  # (L, H_kv, n) uint8: core.selection.KEPT_*
+    novelty: torch.Tensor  # (L, H_kv, n) float32: NuC score of the entry's token
+    positions: torch.Tensor  # (L, H_kv, n) int64: rotary position each key is rotated at
+    next_position: int  # rotary position of the next token appended
+    prefix_len: int  # tokens of the chat template's opening before the document
+    tokens_read: int  # stream tokens read so far, prefix included
+    cycles: int  # compressions performed
+    peak_entries: int  # most entries per head held at any moment
+    last_logprobs: torch.Tensor | None  # (V,) log-probs of the token after the last one read (for NuC)
+
+    @property
+    def entries(self) -> int:
+        return int(self.origin.shape[-1])
+
+    @property
+    def document_tokens(self) -> int:
+        return self.tokens_read - self.prefix_len
+
+    def nbytes(self) -> int:
+        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in zip(self.keys, self.values))
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Flat name -> tensor mapping for storage (no pickle)."""
+        out = {"origin": self.origin, "kept_by": self.kept_by, "novelty": self.novelty, "positions": self.positions}
+        for i, (k, v) in enumerate(zip(self.keys, self.values)):
+            out[f"keys.{i}"] = k
+            out[f"values.{i}"] = v
+        if self.last_logprobs is not None:
+            out["last_logprobs"] = self.last_logprobs
+        return out
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "next_position": self.next_position,
+            "prefix_len": self.prefix_len,
+            "tokens_read": self.tokens_read,
+            "cycles": self.cycles,
+            "peak_entries": self.peak_entries,
+        }
+
+    @classmethod
+    def from_tensors(cls, tensors: dict[str, torch.Tensor], counters: dict[str, int]) -> Pot:
+        layers = sum(1 for name in tensors if name.startswith("keys."))
+        return cls(
+            keys=[tensors[f"keys.{i}"] for i in range(layers)],
+            values=[tensors[f"values.{i}"] for i in range(layers)],
+            origin=tensors["origin"],
+            kept_by=tensors["kept_by"],
+            novelty=tensors["novelty"],
+            positions=tensors["positions"],
+            last_logprobs=tensors.get("last_logprobs"),
+            **{name: int(counters[name]) for name in cls._counter_names()},
+        )
+
+    @staticmethod
+    def _counter_names() -> tuple[str, ...]:
+        return ("next_position", "prefix_len", "tokens_read", "cycles", "peak_entries")

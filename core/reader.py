@@ -1,0 +1,166 @@
+"""Continual Context Distillation: stream any number of tokens through a pot of at most |M| entries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from . import hf_adapter
+from .config import PotConfig
+from .distill import catalyst_attention, compress_pot
+from .errors import PotTooSmallError
+from .pot import Pot
+from .scorers import make_scorer
+from .selection import KEPT_READ
+
+# Rows of LM-head logits computed at once for NuC: bounds the (rows, vocab) buffer to ~50 MB at 49K vocab.
+_NOVELTY_ROWS = 256
+
+
+class ContinualReader:
+    """Feeds tokens in pieces; compresses to |C| entries whenever the next piece would overflow the pot.
+
+    The cache holds at most |M| - |P| entries after any read, and |M| while the catalyst prompt is in it.
+    """
+
+    def __init__(
+        self,
+        model,
+        config: PotConfig,
+        catalyst_ids: list[int],
+        on_step: Callable[[Pot], None] | None = None,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.catalyst_ids = list(catalyst_ids)
+        self.scorer = make_scorer(config.method, config.nuc_ratio)
+        self.on_step = on_step
+        self.device = next(model.parameters()).device
+        self.layers = model.config.num_hidden_layers
+        self.cache = None
+        self.pot: Pot | None = None
+        self.sink_tokens = config.min_sink_tokens
+        if self.room_after_compression() < 1:
+            raise PotTooSmallError(
+                f"pot of {config.pot_size} entries has no room to read: kept size {config.keep_size} plus the "
+                f"{len(self.catalyst_ids)}-token catalyst prompt fill it; use a larger --pot-size or smaller --keep"
+            )
+
+    def room_after_compression(self) -> int:
+        """|M| - |C| - |P|: fresh tokens read between two compressions."""
+        return self.config.pot_size - self.config.keep_size - len(self.catalyst_ids)
+
+    @torch.inference_mode()
+    def start(self, prefix_ids: list[int]) -> None:
+        """Read the chat template's opening; those tokens become sinks that are never evicted."""
+        self.sink_tokens = max(self.config.min_sink_tokens, len(prefix_ids))
+        if self.sink_tokens >= self.config.keep_size:
+            raise PotTooSmallError(
+                f"the prompt opening ({len(prefix_ids)} tokens) does not fit in the kept size {self.config.keep_size}"
+            )
+        self.cache = hf_adapter.new_cache()
+        self.pot = None
+        self._read(prefix_ids, prefix_len=len(prefix_ids))
+
+    @torch.inference_mode()
+    def resume(self, pot: Pot) -> None:
+        """Continue reading after a stored pot (a checkpoint, or a log that grew)."""
+        self.sink_tokens = max(self.config.min_sink_tokens, pot.prefix_len)
+        self.pot = pot
+        self.cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values)))
+
+    @torch.inference_mode()
+    def feed(self, ids: list[int]) -> None:
+        """Read `ids`, compressing as often as needed; afterwards the pot holds at most |M| - |P| entries."""
+        limit = self.config.pot_size - len(self.catalyst_ids)
+        done = 0
+        while done < len(ids):
+            room = limit - self.pot.entries
+            if room <= 0:
+                self._compress()
+                continue
+            take = min(room, len(ids) - done, self.config.forward_tokens)
+            self._read(ids[done : done + take], prefix_len=self.pot.prefix_len)
+            done += take
+
+    def _compress(self) -> None:
+        pot = self.pot
+        catalyst = None
+        if self.scorer.needs_catalyst:
+            catalyst = catalyst_attention(self.model, self.cache, self.catalyst_ids, pot.next_position)
+            pot.peak_entries = max(pot.peak_entries, pot.entries + len(self.catalyst_ids))
+        self.pot = compress_pot(
+            self.model, pot, self.scorer, catalyst, self.config.keep_size, self.sink_tokens, self.config.cr_rope
+        )
+        self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values)))
+        self._check_bound()
+
+    def _read(self, piece: list[int], prefix_len: int) -> None:
+        """Forward one piece into the cache and append its provenance and NuC scores."""
+        pot = self.pot
+        start_position = pot.next_position if pot else 0
+        start_index = pot.tokens_read if pot else 0
+        ids = torch.tensor([piece], device=self.device)  # (1, T)
+        positions = torch.arange(start_position, start_position + len(piece), device=self.device)[None]  # (1, T)
+        hidden = hf_adapter.decoder(self.model)(
+            input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True
+        ).last_hidden_state[0]  # (T, hidden)
+        novelty, last_logprobs = self._novelty(hidden, ids[0], pot.last_logprobs if pot else None)
+
+        layers = hf_adapter.cache_layers(self.cache)
+        kv_heads = layers[0][0].shape[1]
+        shape = (self.layers, kv_heads, len(piece))
+        origin = torch.arange(start_index, start_index + len(piece), device=self.device).expand(shape)
+        fresh = {
+            "origin": origin,
+            "kept_by": torch.full(shape, KEPT_READ, dtype=torch.uint8, device=self.device),
+            "novelty": novelty.expand(shape),
+            "positions": positions[0].expand(shape),
+        }
+        if pot is None:
+            merged = {name: t.contiguous() for name, t in fresh.items()}
+            counters = {"cycles": 0, "peak_entries": 0}
+        else:
+            merged = {name: torch.cat([getattr(pot, name), t], dim=-1) for name, t in fresh.items()}
+            counters = {"cycles": pot.cycles, "peak_entries": pot.peak_entries}
+        self.pot = Pot(
+            keys=[k for k, _ in layers],
+            values=[v for _, v in layers],
+            next_position=start_position + len(piece),
+            prefix_len=prefix_len,
+            tokens_read=start_index + len(piece),
+            last_logprobs=last_logprobs,
+            **merged,
+            **counters,
+        )
+        self._check_bound()
+        if self.on_step is not None:
+            self.on_step(self.pot)
+
+    def _novelty(
+        self, hidden: torch.Tensor, ids: torch.Tensor, carried: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """-log p(x_t | pot, x_<t) for each token of the piece (T,), and the log-probs after its last token.
+
+        The first token is predicted by the previous piece's last position (`carried`); the document's
+        very first token has no prediction and gets 0.
+        """
+        scores = torch.zeros(len(ids), dtype=torch.float32, device=hidden.device)
+        if carried is not None:
+            scores[0] = -carried[ids[0]]
+        last = None
+        for start in range(0, len(ids), _NOVELTY_ROWS):
+            rows = hidden[start : start + _NOVELTY_ROWS]  # (r, hidden)
+            logprobs = torch.log_softmax(hf_adapter.vocab_logits(self.model, rows), dim=-1)  # (r, V)
+            targets = ids[start + 1 : start + 1 + len(rows)]  # next tokens inside the piece
+            predicted = logprobs[: len(targets)].gather(1, targets[:, None])[:, 0]
+            scores[start + 1 : start + 1 + len(targets)] = -predicted
+            last = logprobs[-1]
+        return scores, last.clone()
+
+    def _check_bound(self) -> None:
+        entries = self.pot.entries
+        self.pot.peak_entries = max(self.pot.peak_entries, entries)
+        if entries > self.config.pot_size:  # a broken invariant, not a user error
+            raise RuntimeError(f"pot holds {entries} entries, above its bound of {self.config.pot_size}")

@@ -1,0 +1,118 @@
+"""Tiny random-weight models and a locally trained tokenizer: the engine's tests download nothing."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+from infinipot.core.model import LoadedModel
+
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+_CORPUS = [
+    "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890.",
+    "Summarize the text above, keeping every important fact, name, number and code.",
+    "What is the passkey? Read the document carefully and answer this question.",
+    "Grass is green, the sky is blue, the sun is yellow. Here we go, there and back again.",
+]
+
+
+@functools.cache
+def tiny_tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=["<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>", bos_token="<|endoftext|>"
+    )
+    fast.chat_template = CHATML
+    return fast
+
+
+def _common(vocab: int) -> dict:
+    return dict(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=3,
+        bos_token_id=1,
+        pad_token_id=1,
+    )
+
+
+ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "phi3")
+
+
+def build_model(arch: str = "llama", rope_parameters: dict | None = None, seed: int = 0) -> torch.nn.Module:
+    vocab = len(tiny_tokenizer())
+    base = _common(vocab)
+    torch.manual_seed(seed)
+    if arch == "llama":
+        config = LlamaConfig(**base, rope_parameters=rope_parameters or {"rope_type": "default", "rope_theta": 10000.0})
+        model = LlamaForCausalLM(config)
+    elif arch == "mistral":
+        model = MistralForCausalLM(MistralConfig(**base, sliding_window=None))
+    elif arch == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**base))
+    elif arch == "qwen3":
+        model = Qwen3ForCausalLM(Qwen3Config(**base, head_dim=16))
+    elif arch == "gemma2":
+        config = Gemma2Config(
+            **base,
+            head_dim=16,
+            query_pre_attn_scalar=16,
+            sliding_window=4096,
+            attn_logit_softcapping=20.0,
+            final_logit_softcapping=10.0,
+        )
+        model = Gemma2ForCausalLM(config)
+    elif arch == "phi3":
+        model = Phi3ForCausalLM(Phi3Config(**base, partial_rotary_factor=0.5))
+    else:
+        raise ValueError(arch)
+    # Random init gives near-uniform attention; larger weights make scores and greedy choices distinct.
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.mul_(4.0)
+    return model.eval()
+
+
+def tiny_loaded(arch: str = "llama", **kwargs) -> LoadedModel:
+    model = build_model(arch, **kwargs)
+    return LoadedModel(model=model, tokenizer=tiny_tokenizer(), identity=f"tiny-{arch}", device=torch.device("cpu"))
+
+
+def random_ids(count: int, seed: int = 0) -> list[int]:
+    """Token ids of ordinary (non-special) tokens."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(4, len(tiny_tokenizer()), (count,), generator=g).tolist()
