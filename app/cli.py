@@ -1,0 +1,142 @@
+"""The `infinipot` command: read, ask, summarize (and the UI and benchmarks as they land)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from infinipot.core.config import CAP_MODES, PotConfig
+from infinipot.core.errors import InfiniPotError
+from infinipot.core.scorers import METHODS
+
+
+def _pot_config(args: argparse.Namespace) -> PotConfig:
+    return PotConfig(
+        pot_size=args.pot_size,
+        keep_size=args.keep if args.keep is not None else args.pot_size // 2,
+        nuc_ratio=args.nuc_ratio,
+        method=args.method,
+        cap_mode=args.cap,
+        question=args.question,
+        cr_rope=not args.no_cr_rope,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infinipot", description="Chat with documents longer than the model's memory, fully offline."
+    )
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="where the model runs")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    read = commands.add_parser("read", help="read a document into a memory pot and store it")
+    read.add_argument("path", help="the document (PDF, DOCX, EPUB, HTML, text, log, .gz)")
+    read.add_argument("--model", default="default", help="'default' (bundled SmolLM2-135M), a model folder or hub id")
+    read.add_argument("--pot-size", type=int, default=4096, help="|M|: most KV entries held (default 4096)")
+    read.add_argument("--keep", type=int, default=None, help="|C|: entries kept per compression (default |M|/2)")
+    read.add_argument("--method", default="infinipot", choices=METHODS, help="what decides which entries stay")
+    read.add_argument("--nuc-ratio", type=float, default=0.5, help="share of kept slots chosen by novelty")
+    read.add_argument("--cap", default="general", choices=CAP_MODES, help="catalyst prompt: general or question")
+    read.add_argument("--question", default=None, help="the question, for --cap question")
+    read.add_argument("--no-cr-rope", action="store_true", help="ablation: keep original positions")
+    read.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+
+    ask = commands.add_parser("ask", help="answer a question from a document's stored pot")
+    ask.add_argument("doc", help="a doc_id (or its prefix) or a path (read first if needed)")
+    ask.add_argument("question")
+    ask.add_argument("--max-new-tokens", type=int, default=256)
+    ask.add_argument("--json", action="store_true")
+
+    summarize = commands.add_parser("summarize", help="summarize a document from its stored pot")
+    summarize.add_argument("doc")
+    summarize.add_argument("--max-new-tokens", type=int, default=256)
+    summarize.add_argument("--json", action="store_true")
+    return parser
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def _progress_printer(enabled: bool):
+    if not enabled:
+        return None
+    last = [0.0]
+
+    def show(pot) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 1.0:
+            last[0] = now
+            print(f"\rread {pot.document_tokens:,} tokens, {pot.cycles} compressions", end="", file=sys.stderr)
+
+    return show
+
+
+def _run(args: argparse.Namespace) -> int:
+    from infinipot.app.service import DocumentService
+
+    service = DocumentService(device=args.device)
+    if args.command == "read":
+        config = _pot_config(args)
+        report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))
+        if args.json:
+            print(json.dumps(report.as_json()))
+        else:
+            print(file=sys.stderr)
+            for warning in report.warnings:
+                print(f"warning: {warning}", file=sys.stderr)
+            how = "reused the stored pot" if report.reused else f"read in {report.seconds:.1f} s"
+            print(
+                f"{report.name}: {report.tokens:,} tokens, {report.cycles} compressions, pot {report.pot_entries} "
+                f"entries (peak {report.peak_entries}); {how}. doc_id {report.doc_id}"
+            )
+        return 0
+
+    started = time.perf_counter()
+    if args.command == "ask":
+        pieces, stats, reused = service.ask(args.doc, args.question, args.max_new_tokens)
+        key = "answer"
+    else:
+        pieces, stats = service.summarize(args.doc, args.max_new_tokens)
+        reused, key = True, "summary"
+    text = []
+    for piece in pieces:
+        text.append(piece)
+        if not args.json:
+            print(piece, end="", flush=True)
+    seconds = time.perf_counter() - started
+    if args.json:
+        result = {key: "".join(text).strip(), "seconds": round(seconds, 3)}
+        if args.command == "ask":
+            result.update(ttft_seconds=round(stats.ttft_seconds or seconds, 3), reused_pot=reused)
+        print(json.dumps(result))
+    else:
+        print()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _quiet_libraries()
+    from infinipot.app.service import DocumentNotFound
+    from infinipot.ingest import IngestError
+
+    try:
+        return _run(args)
+    except (InfiniPotError, IngestError, DocumentNotFound, ValueError) as exc:
+        print(f"infinipot: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("infinipot: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

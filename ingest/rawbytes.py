@@ -1,0 +1,99 @@
+"""Raw file access: a hashing sequential reader and the streamed document fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .errors import IngestError
+
+READ_CHUNK = 1 << 20
+
+
+def describe_os_error(name: str, exc: OSError) -> str:
+    """One-line user message for an OS error on ``name``."""
+    if isinstance(exc, FileNotFoundError):
+        return f"'{name}' was not found (was it moved or deleted?)"
+    if isinstance(exc, IsADirectoryError):
+        return f"'{name}' is a folder, not a file"
+    if isinstance(exc, PermissionError):
+        return f"'{name}' cannot be read: permission denied"
+    return f"'{name}' cannot be read: {exc.strerror or exc}"
+
+
+def file_fingerprint(path: str | os.PathLike) -> str:
+    """SHA-256 hex digest of the file's raw bytes, read in chunks without parsing."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as exc:
+        raise IngestError(describe_os_error(path.name, exc)) from None
+
+
+class RawReader:
+    """Reads the first ``size`` bytes of a file once, front to back, hashing them on the way.
+
+    Sequential readers (text, compressed text, HTML) read through it, so the fingerprint
+    costs no second pass. Readers of random-access formats (PDF, DOCX, EPUB) parse the
+    file by other means and call ``advance_to`` as they make progress, so hashing is spread
+    over the pass and ``bytes_done`` doubles as progress.
+
+    ``size`` is the size seen when the document was opened: a log that is still being
+    written is read as the snapshot it was then.
+    """
+
+    def __init__(self, path: Path, size: int, name: str, *, hashing: bool = True) -> None:
+        self._name = name
+        self._size = size
+        self._hash = hashlib.sha256() if hashing else None
+        self.bytes_done = 0
+        self.grew = False
+        try:
+            self._handle = open(path, "rb")
+        except OSError as exc:
+            raise IngestError(describe_os_error(name, exc)) from None
+
+    def read(self, n: int = -1) -> bytes:
+        left = self._size - self.bytes_done
+        n = left if n is None or n < 0 else min(n, left)
+        if n <= 0:
+            return b""
+        try:
+            data = self._handle.read(n)
+        except OSError as exc:
+            raise IngestError(describe_os_error(self._name, exc)) from None
+        if not data:
+            raise IngestError(f"'{self._name}' got shorter while it was being read; try again")
+        self.bytes_done += len(data)
+        if self._hash is not None:
+            self._hash.update(data)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def advance_to(self, position: int) -> None:
+        """Hash (and skip) bytes up to ``position``."""
+        position = min(position, self._size)
+        while self.bytes_done < position:
+            self.read(min(READ_CHUNK, position - self.bytes_done))
+
+    def finish(self) -> str | None:
+        """Hash whatever is left of the snapshot and return the hex digest (None if not hashing)."""
+        self.advance_to(self._size)
+        try:
+            self.grew = bool(self._handle.read(1))
+        except OSError:
+            pass
+        return self._hash.hexdigest() if self._hash is not None else None
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> RawReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,159 @@
+"""The CCD engine end to end on tiny random-weight models of every supported architecture."""
+
+import pytest
+import torch
+from tiny_models import ARCHITECTURES, random_ids, tiny_loaded
+
+from infinipot.core import hf_adapter
+from infinipot.core.config import PotConfig
+from infinipot.core.distill import catalyst_attention, compress_pot
+from infinipot.core.engine import AnswerStats, Engine
+from infinipot.core.errors import PotTooSmallError
+from infinipot.core.selection import KEPT_NOVELTY, KEPT_READ, KEPT_SCORE, KEPT_SINK
+
+
+def reference_greedy(engine: Engine, ids: list[int], max_new_tokens: int) -> list[int]:
+    """Plain full-KV greedy generation with transformers over the same token ids."""
+    with torch.no_grad():
+        out = engine.model.generate(
+            torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=sorted(engine.stop_ids)
+        )
+    generated = out[0, len(ids) :].tolist()
+    for i, token in enumerate(generated):
+        if token in engine.stop_ids:
+            return generated[:i]
+    return generated
+
+
+def record_cache_lengths(model) -> list[int]:
+    """Independent instrumentation: the cache length after every forward of the decoder."""
+    lengths: list[int] = []
+
+    def hook(_module, _args, kwargs, _output):
+        lengths.append(hf_adapter.cache_length(kwargs["past_key_values"]))
+
+    hf_adapter.decoder(model).register_forward_hook(hook, with_kwargs=True)
+    return lengths
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_answer_equals_full_kv_greedy_when_document_fits(arch):
+    engine = Engine(tiny_loaded(arch), PotConfig(pot_size=512, keep_size=256, forward_tokens=37))
+    document = random_ids(180, seed=5)
+    pot = engine.read([document[:100], document[100:]])
+    assert pot.cycles == 0
+    stats = AnswerStats()
+    "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=16, stats=stats))
+    full = engine.prefix_ids + document + engine.request_ids("What is the passkey?")
+    assert stats.token_ids == reference_greedy(engine, full, 16)
+    assert len(stats.token_ids) > 0
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_reading_20x_the_pot_never_holds_more_than_the_pot(arch):
+    config = PotConfig(pot_size=96, keep_size=48, forward_tokens=40)
+    engine = Engine(tiny_loaded(arch), config)
+    lengths = record_cache_lengths(engine.model)
+    document = random_ids(20 * config.pot_size, seed=7)
+    pot = engine.read([document[i : i + 300] for i in range(0, len(document), 300)])
+
+    assert max(lengths) <= config.pot_size
+    assert pot.peak_entries == max(lengths) == config.pot_size  # the catalyst pass fills it exactly
+    assert pot.cycles >= 20
+    assert pot.document_tokens == len(document)
+    assert pot.entries <= config.pot_size - len(engine.catalyst_ids)
+    # provenance: strictly increasing original indices per layer and head, sinks everywhere
+    assert bool((pot.origin[..., 1:] > pot.origin[..., :-1]).all())
+    prefix = len(engine.prefix_ids)
+    assert bool((pot.origin[..., :prefix] == torch.arange(prefix)).all())
+    assert bool((pot.kept_by[..., :prefix] == KEPT_SINK).all())
+    reasons = set(pot.kept_by.unique().tolist())
+    assert {KEPT_NOVELTY, KEPT_SCORE, KEPT_READ} <= reasons
+    # CR-RoPE: positions are 0..n-1 and reading continues right after them
+    assert bool((pot.positions == torch.arange(pot.entries)).all())
+    assert pot.next_position == pot.entries
+    # the answer is generated within the bound as well
+    stats = AnswerStats()
+    lengths.clear()
+    "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=8, stats=stats))
+    assert max(lengths) <= config.pot_size
+    assert stats.new_tokens > 0
+
+
+def test_heads_keep_different_entries_and_nuc_share_is_respected():
+    config = PotConfig(pot_size=96, keep_size=48, forward_tokens=40, nuc_ratio=0.5)
+    engine = Engine(tiny_loaded("llama"), config)
+    snapshots = []
+    reader = engine.new_reader(on_step=lambda pot: snapshots.append(pot))
+    reader.start(engine.prefix_ids)
+    reader.feed(random_ids(400, seed=2))
+    compressed = [p for p in snapshots if p.cycles > 0]
+    assert compressed
+    pot = compressed[0]
+    # right after a compression, the first `keep` entries came out of the selection
+    kept = pot.kept_by[..., : config.keep_size]
+    sinks = max(config.min_sink_tokens, len(engine.prefix_ids))
+    expected_nuc = round(0.5 * (config.keep_size - sinks))
+    assert bool(((kept == KEPT_NOVELTY).sum(-1) == expected_nuc).all())
+    origins = pot.origin[..., : config.keep_size]
+    assert not all(torch.equal(origins[0, 0], origins[layer, head]) for layer in range(2) for head in range(2))
+
+
+def test_pot_left_unchanged_by_answering_and_answers_repeat():
+    engine = Engine(tiny_loaded("qwen2"), PotConfig(pot_size=96, keep_size=48, forward_tokens=40))
+    pot = engine.read([random_ids(500, seed=4)])
+    before = [k.clone() for k in pot.keys], pot.entries
+    first = AnswerStats()
+    "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=12, stats=first))
+    second = AnswerStats()
+    "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=12, stats=second))
+    assert first.token_ids == second.token_ids
+    assert pot.entries == before[1]
+    assert all(torch.equal(a, b) for a, b in zip(before[0], pot.keys))
+
+
+def test_question_too_long_for_the_pot_is_a_clear_error():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=96, keep_size=48, forward_tokens=40))
+    pot = engine.read([random_ids(400, seed=1)])
+    with pytest.raises(PotTooSmallError, match="shorter question"):
+        list(engine.answer(pot, "What is the passkey? " * 30, max_new_tokens=8))
+
+
+def test_question_aware_catalyst_changes_what_is_kept():
+    loaded = tiny_loaded("llama")
+    general = Engine(loaded, PotConfig(pot_size=96, keep_size=48, forward_tokens=40))
+    question = Engine(
+        loaded, PotConfig(pot_size=96, keep_size=48, forward_tokens=40, cap_mode="question", question="the fox?")
+    )
+    assert general.catalyst_ids != question.catalyst_ids
+    reader = general.new_reader()
+    reader.start(general.prefix_ids)
+    reader.feed(random_ids(50, seed=9))
+    kept = []
+    for catalyst_ids in (general.catalyst_ids, question.catalyst_ids):
+        attention = catalyst_attention(general.model, reader.cache, catalyst_ids, reader.pot.next_position)
+        assert hf_adapter.cache_length(reader.cache) == reader.pot.entries  # CaP entries taken back out
+        kept.append(compress_pot(general.model, reader.pot, reader.scorer, attention, 48, reader.sink_tokens, True))
+    assert not torch.equal(kept[0].origin, kept[1].origin)
+
+
+def test_without_cr_rope_positions_keep_growing():
+    config = PotConfig(pot_size=96, keep_size=48, forward_tokens=40, cr_rope=False)
+    engine = Engine(tiny_loaded("llama"), config)
+    pot = engine.read([random_ids(500, seed=3)])
+    assert pot.next_position == pot.tokens_read
+    assert int(pot.positions.max()) == pot.tokens_read - 1
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [dict(pot_size=8), dict(keep_size=5000), dict(nuc_ratio=1.5), dict(method="nope"), dict(cap_mode="question")],
+)
+def test_impossible_settings_are_refused(settings):
+    with pytest.raises(ValueError):
+        PotConfig(**settings)
+
+
+def test_catalyst_filling_the_pot_is_refused():
+    with pytest.raises(PotTooSmallError):
+        Engine(tiny_loaded("llama"), PotConfig(pot_size=40, keep_size=39)).new_reader()
