@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from infinipot.core.config import PotConfig
@@ -113,7 +113,7 @@ class DocumentService:
             "tokens": pot.document_tokens,
             "pot_entries": pot.entries,
             "seconds": seconds,
-            "created": datetime.now(timezone.utc).isoformat(),
+            "created": datetime.now(UTC).isoformat(),
             "warnings": list(stream.warnings),
         }
         self.files.save_pot(key, pot.tensors(), meta)

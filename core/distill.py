@@ -66,7 +66,7 @@ def compress_pot(
         new_positions, next_position = old_positions, pot.next_position
 
     keys, values = [], []
-    for layer, (k, v) in enumerate(zip(pot.keys, pot.values)):
+    for layer, (k, v) in enumerate(zip(pot.keys, pot.values, strict=True)):
         gather_idx = idx[layer][None, :, :, None].expand(-1, -1, -1, k.shape[-1])  # (1, H_kv, keep, D)
         k_kept = k.gather(2, gather_idx)
         if cr_rope:

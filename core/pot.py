@@ -33,12 +33,13 @@ class Pot:
         return self.tokens_read - self.prefix_len
 
     def nbytes(self) -> int:
-        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in zip(self.keys, self.values))
+        tensors = [*self.keys, *self.values]
+        return sum(t.numel() * t.element_size() for t in tensors)
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """Flat name -> tensor mapping for storage (no pickle)."""
         out = {"origin": self.origin, "kept_by": self.kept_by, "novelty": self.novelty, "positions": self.positions}
-        for i, (k, v) in enumerate(zip(self.keys, self.values)):
+        for i, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
             out[f"keys.{i}"] = k
             out[f"values.{i}"] = v
         if self.last_logprobs is not None:

@@ -68,7 +68,7 @@ class ContinualReader:
         """Continue reading after a stored pot (a checkpoint, or a log that grew)."""
         self.sink_tokens = max(self.config.min_sink_tokens, pot.prefix_len)
         self.pot = pot
-        self.cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values)))
+        self.cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
 
     @torch.inference_mode()
     def feed(self, ids: list[int]) -> None:
@@ -93,7 +93,7 @@ class ContinualReader:
         self.pot = compress_pot(
             self.model, pot, self.scorer, catalyst, self.config.keep_size, self.sink_tokens, self.config.cr_rope
         )
-        self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values)))
+        self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values, strict=True)))
         self._check_bound()
 
     def _read(self, piece: list[int], prefix_len: int) -> None:

@@ -12,5 +12,3 @@ def infinipot_home(tmp_path, monkeypatch):
     return home
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "integration: uses the bundled default model (slower)")

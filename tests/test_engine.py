@@ -109,7 +109,7 @@ def test_pot_left_unchanged_by_answering_and_answers_repeat():
     "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=12, stats=second))
     assert first.token_ids == second.token_ids
     assert pot.entries == before[1]
-    assert all(torch.equal(a, b) for a, b in zip(before[0], pot.keys))
+    assert all(torch.equal(a, b) for a, b in zip(before[0], pot.keys, strict=True))
 
 
 def test_question_too_long_for_the_pot_is_a_clear_error():

