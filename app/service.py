@@ -117,6 +117,7 @@ class DocumentService:
             "warnings": list(stream.warnings),
         }
         self.files.save_pot(key, pot.tensors(), meta)
+        (self.home / "maps").mkdir(parents=True, exist_ok=True)
         stream.location_map.save(self.home / "maps" / f"{doc_id}.map")
         self._record(doc_id, path, document, fingerprint, key, meta, model_name)
         return ReadReport(
