@@ -14,8 +14,8 @@ from .location import Location, Segment
 MAX_SEGMENT_CHARS = 8192
 
 # Readers cut blocks around this size: large enough to amortise per-block work,
-# small enough that memory per block stays a few MB whatever the document size.
-BLOCK_CHARS = 1 << 20
+# small enough that a block and its encodings take a few tens of MB at most.
+BLOCK_CHARS = 256 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +46,17 @@ class Block:
 def split_long(text: str, limit: int = MAX_SEGMENT_CHARS) -> list[str]:
     """Cut ``text`` into pieces of at most ``limit`` characters.
 
-    Cuts go just after a space near the end of each window when there is one, so
-    words are not split and tokenization across pieces stays close to the original.
+    Cuts go just before a space near the end of each window when there is one: BPE
+    tokenizers attach a space to the word after it, so a piece starting with " word"
+    tokenizes exactly as it would have inside the whole line.
     """
     pieces = []
     start = 0
     window = max(1, limit // 8)
     while len(text) - start > limit:
         end = start + limit
-        cut = text.rfind(" ", end - window, end)
-        cut = end if cut <= start else cut + 1
+        cut = text.rfind(" ", end - window, end + 1)
+        cut = end if cut <= start else cut
         pieces.append(text[start:cut])
         start = cut
     pieces.append(text[start:])
@@ -118,15 +119,20 @@ class BlockBuilder:
     def add_piece(self, text: str, line: int, page: int | None = None) -> None:
         """Add text that belongs to ``line`` without ending it (or a whole line, if it ends in a newline)."""
         self._check_page(page)
-        if len(text) > MAX_SEGMENT_CHARS and self._last_split_line != line:
-            self.split_lines += 1
-            self._last_split_line = line
+        if len(text) > MAX_SEGMENT_CHARS:
+            self.mark_split(line)
         for piece in split_long(text):
             if piece:
                 self._starts.append(self._size)
                 self._lines.append(line)
                 self._parts.append(piece)
                 self._size += len(piece)
+
+    def mark_split(self, line: int) -> None:
+        """Count ``line`` as one that had to be cut into pieces."""
+        if self._last_split_line != line:
+            self.split_lines += 1
+            self._last_split_line = line
 
     def take(self, bytes_done: int) -> Block | None:
         """Return the pending block (None if empty) and start a new one on the same page."""

@@ -102,10 +102,10 @@ class HtmlTextExtractor(HTMLParser):
         if tag in _SKIP_TAGS:
             self._skip_depth = max(0, self._skip_depth - 1)
             return
-        if tag == "pre":
-            self._pre_depth = max(0, self._pre_depth - 1)
         if tag in _BLOCK_TAGS:
             self._break()
+        if tag == "pre":
+            self._pre_depth = max(0, self._pre_depth - 1)
 
     def handle_data(self, data: str) -> None:
         if self._skip_depth:

@@ -81,18 +81,26 @@ def _utf16_without_bom(sample: bytes) -> str | None:
     return None
 
 
-def _is_utf8(sample: bytes, from_middle: bool) -> bool:
-    if from_middle:
-        # A sample cut from the middle of a file may start inside a character.
-        skip = 0
-        while skip < 3 and skip < len(sample) and 0x80 <= sample[skip] <= 0xBF:
-            skip += 1
-        sample = sample[skip:]
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(sample, final=False)
-    except UnicodeDecodeError:
-        return False
-    return True
+def _mostly_utf8(samples: list[bytes]) -> bool:
+    """UTF-8, perhaps with a few corrupt bytes (which decoding will replace and count).
+
+    Legacy 8-bit text almost never forms valid multi-byte UTF-8 sequences, so a file
+    where valid sequences clearly outnumber invalid bytes is damaged UTF-8, not Latin-1.
+    """
+    valid = invalid = 0
+    for index, sample in enumerate(samples):
+        if index:
+            # A sample cut from the middle of a file may start inside a character.
+            skip = 0
+            while skip < 3 and skip < len(sample) and 0x80 <= sample[skip] <= 0xBF:
+                skip += 1
+            sample = sample[skip:]
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = decoder.decode(sample, final=False)
+        bad = text.count("\ufffd")
+        invalid += bad
+        valid += len(text) - len(text.encode("ascii", "ignore")) - bad
+    return invalid == 0 or valid >= 10 * invalid
 
 
 def sniff_text(samples: list[bytes], name: str, *, markup: bool = False) -> TextSniff:
@@ -109,10 +117,13 @@ def sniff_text(samples: list[bytes], name: str, *, markup: bool = False) -> Text
     encoding = encoding or _utf16_without_bom(head)
     if encoding is None:
         joined = b"".join(samples)
-        controls = len(joined) - len(joined.translate(None, _CONTROL_BYTES))
-        if controls > 0.02 * len(joined):
+        nuls = joined.count(0)
+        controls = len(joined) - len(joined.translate(None, _CONTROL_BYTES)) - nuls
+        # NUL runs alone are tolerated (crashed or preallocated logs); other control
+        # bytes are what sets binary data apart from text in any 8-bit encoding.
+        if controls > 0.02 * len(joined) or nuls > 0.3 * len(joined):
             raise IngestError(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
-        if all(_is_utf8(sample, index > 0) for index, sample in enumerate(samples)):
+        if _mostly_utf8(samples):
             encoding = "utf-8"
         elif markup:
             declared = _XML_DECL.search(head[:1024]) or _META_CHARSET.search(head[:4096])
@@ -126,6 +137,12 @@ def sniff_text(samples: list[bytes], name: str, *, markup: bool = False) -> Text
     return TextSniff(encoding=encoding, newline=newline)
 
 
+# Languages whose legacy text is overwhelmingly Windows-1252 (which includes Latin-1).
+_WESTERN_LANGUAGES = frozenset(
+    "English French German Dutch Italian Spanish Portuguese Swedish Danish Norwegian Finnish Catalan Indonesian".split()
+)
+
+
 def _guess_legacy_encoding(sample: bytes, name: str) -> str:
     from charset_normalizer import from_bytes  # imported lazily: only non-UTF-8 files need it
 
@@ -133,7 +150,21 @@ def _guess_legacy_encoding(sample: bytes, name: str) -> str:
     encoding = normalize_encoding(match.encoding) if match is not None else None
     if encoding is None:
         raise IngestError(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
+    if encoding != "cp1252" and match.language in _WESTERN_LANGUAGES and _plausible_cp1252(sample):
+        # On short samples charset-normalizer often picks a sibling code page
+        # (ISO-8859-16, CP1250, Mac Roman) for Western text, turning "£" into "Ł".
+        return "cp1252"
     return encoding
+
+
+def _plausible_cp1252(sample: bytes) -> bool:
+    """Sample decodes as CP1252 into letters and common Western symbols only."""
+    try:
+        text = sample.decode("cp1252")
+    except UnicodeDecodeError:
+        return False
+    extra = {ch for ch in text if ord(ch) > 127}
+    return all(ch.isalpha() or ch in "£€¥©®°±«»¿¡§¶·–—‘’“”„…•™×÷µ\xa0" for ch in extra)
 
 
 def sniff_markup_encoding(head: bytes) -> str:

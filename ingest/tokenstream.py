@@ -1,0 +1,108 @@
+"""The token stream: a document's tokens in bounded chunks, with location map, fingerprint and progress."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import IngestError
+from .locmap import TokenLocationMap
+from .tokenizer import make_encoder
+
+if TYPE_CHECKING:
+    from .document import Document
+
+# Before any text is tokenized the only clue is the file size; ~4 bytes per token
+# is typical for English text with modern BPE vocabularies.
+_BYTES_PER_TOKEN_GUESS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Snapshot passed to the progress callback after every block (and once at the end, with done=True)."""
+
+    bytes_done: int
+    bytes_total: int
+    tokens_done: int
+    tokens_estimated: int
+    done: bool = False
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.done or not self.bytes_total else min(1.0, self.bytes_done / self.bytes_total)
+
+
+class TokenStream:
+    """Iterate once to get ``list[int]`` chunks of at most ``chunk_tokens`` ids.
+
+    The chunks concatenate to the document's tokens (no special tokens added). Once
+    iteration has finished, ``location_map`` is complete, ``fingerprint`` is the SHA-256
+    of the file's bytes and ``warnings`` lists what the reader had to skip or repair.
+    Memory stays bounded by the block size whatever the size of the document.
+    An exception raised by the progress callback stops the stream (a way to cancel).
+    """
+
+    def __init__(self, document: Document, tokenizer, chunk_tokens: int = 2048,
+                 progress: Callable[[Progress], object] | None = None) -> None:
+        if not isinstance(chunk_tokens, int) or isinstance(chunk_tokens, bool) or chunk_tokens < 1:
+            raise ValueError(f"chunk_tokens must be a positive integer, not {chunk_tokens!r}")
+        self._document = document
+        self._encoder = make_encoder(tokenizer)
+        self._chunk_tokens = chunk_tokens
+        self._progress = progress
+        self._started = False
+        self.location_map = TokenLocationMap()
+        self.fingerprint: str | None = None
+        self.warnings: list[str] = []
+        self.tokens_done = 0
+        self.bytes_done = 0
+        self.complete = False
+
+    def __iter__(self) -> Iterator[list[int]]:
+        if self._started:
+            raise RuntimeError("a token stream can be iterated only once; call doc.token_stream() again")
+        self._started = True
+        return self._run()
+
+    def _report(self, done: bool = False) -> None:
+        if self._progress is None:
+            return
+        total = self._document.size_bytes
+        if done:
+            estimate = self.tokens_done
+        elif self.bytes_done and self.tokens_done:
+            estimate = max(self.tokens_done, round(self.tokens_done * total / self.bytes_done))
+        else:
+            estimate = total // _BYTES_PER_TOKEN_GUESS
+        self._progress(Progress(self.bytes_done, total, self.tokens_done, estimate, done))
+
+    def _run(self) -> Iterator[list[int]]:
+        size = self._chunk_tokens
+        pending: list[int] = []
+        has_text = False
+        self._report()
+        with self._document._pass(hashing=True) as ctx:
+            for block in ctx.blocks:
+                ids, counts = self._encoder.encode(block)
+                self.location_map.add_block(block, counts)
+                has_text = has_text or not block.text.isspace()
+                self.tokens_done += len(ids)
+                self.bytes_done = block.bytes_done
+                pending.extend(ids)
+                if len(pending) >= size:
+                    cut = len(pending) - len(pending) % size
+                    for start in range(0, cut, size):
+                        yield pending[start : start + size]
+                    del pending[:cut]
+                self._report()
+            self.fingerprint = ctx.finish()
+            self.warnings = ctx.warnings
+        if not has_text:
+            raise IngestError(self._document._no_text_message(self.warnings))
+        if pending:
+            yield pending
+        self.bytes_done = self._document.size_bytes
+        self.location_map.finish(self.fingerprint)
+        self.complete = True
+        self._report(done=True)
