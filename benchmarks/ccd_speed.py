@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
@@ -60,7 +59,7 @@ def main() -> None:
         engine.read([ids])
         ccd.append(len(ids) / (time.perf_counter() - started))
     ccd_median, plain_median = statistics.median(ccd), statistics.median(plain)
-    print(f"| model | tokens | pot | plain chunked forward (tok/s) | CCD (tok/s) | CCD / plain |")
+    print("| model | tokens | pot | plain chunked forward (tok/s) | CCD (tok/s) | CCD / plain |")
     print("|---|---|---|---|---|---|")
     print(
         f"| {loaded.identity} | {len(ids)} | {config.pot_size} | {plain_median:.0f} | {ccd_median:.0f} "

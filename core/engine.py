@@ -81,7 +81,7 @@ class Engine:
         if max_new_tokens < 1:
             raise ValueError(f"max new tokens must be positive, got {max_new_tokens}")
         started = time.perf_counter()
-        cache, next_position, entries = self._cache_for_request(pot, len(request), max_new_tokens, stats)
+        cache, next_position, entries = self._cache_for_request(pot, request, max_new_tokens, stats)
         streamer = TextStreamer(self.tokenizer)
         for token in generate_greedy(self.model, cache, request, next_position, max_new_tokens, self.stop_ids):
             if stats.ttft_seconds is None:
@@ -96,9 +96,10 @@ class Engine:
         stats.seconds = time.perf_counter() - started
 
     @torch.inference_mode()
-    def _cache_for_request(self, pot: Pot, request_len: int, max_new_tokens: int, stats: AnswerStats):
+    def _cache_for_request(self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats):
         """A cache over the pot with room for the request and answer, distilling a copy when it is too full."""
         limit = self.config.pot_size
+        request_len = len(request)
         needed = request_len + max_new_tokens
         cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
         if pot.entries + needed <= limit:

@@ -157,3 +157,17 @@ def test_impossible_settings_are_refused(settings):
 def test_catalyst_filling_the_pot_is_refused():
     with pytest.raises(PotTooSmallError):
         Engine(tiny_loaded("llama"), PotConfig(pot_size=40, keep_size=39)).new_reader()
+
+
+def test_a_full_pot_is_distilled_for_the_answer_within_the_bound():
+    config = PotConfig(pot_size=128, keep_size=48, forward_tokens=40)
+    engine = Engine(tiny_loaded("llama"), config)
+    lengths = record_cache_lengths(engine.model)
+    pot = engine.read([random_ids(700, seed=6)])
+    assert pot.entries + len(engine.request_ids("What is the passkey?")) + 20 > config.pot_size
+    lengths.clear()
+    stats = AnswerStats()
+    "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=20, stats=stats))
+    assert stats.compressed_for_answer
+    assert max(lengths) <= config.pot_size
+    assert stats.new_tokens > 0
