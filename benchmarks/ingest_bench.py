@@ -21,9 +21,11 @@ from pathlib import Path
 
 _LEVELS = ["INFO"] * 6 + ["DEBUG"] * 3 + ["WARN", "ERROR"]
 _COMPONENTS = ["http", "db.pool", "auth", "scheduler", "cache", "billing", "search.indexer", "mailer"]
-_WORDS = ("request served user login failed cache miss database timeout connection reset retry scheduled "
-          "worker started job finished payload accepted rejected quota exceeded token refreshed session "
-          "expired upstream latency high replica lag checkpoint written").split()
+_WORDS = (
+    "request served user login failed cache miss database timeout connection reset retry scheduled "
+    "worker started job finished payload accepted rejected quota exceeded token refreshed session "
+    "expired upstream latency high replica lag checkpoint written"
+).split()
 
 
 def _line(rng: random.Random, number: int, t0: float) -> str:
@@ -31,18 +33,24 @@ def _line(rng: random.Random, number: int, t0: float) -> str:
     kind = rng.random()
     head = f"{stamp}.{number % 1000:03d}Z {rng.choice(_LEVELS):5s} [{rng.choice(_COMPONENTS)}] "
     if kind < 0.6:
-        body = (f"{' '.join(rng.choices(_WORDS, k=rng.randint(3, 9)))} id={rng.getrandbits(48):012x} "
-                f"took {rng.random() * 900:.2f}ms ip=10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)}")
+        body = (
+            f"{' '.join(rng.choices(_WORDS, k=rng.randint(3, 9)))} id={rng.getrandbits(48):012x} "
+            f"took {rng.random() * 900:.2f}ms ip=10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)}"
+        )
     elif kind < 0.9:
-        body = (f'GET /api/v2/{rng.choice(_WORDS)}/{rng.randrange(10**6)}?page={rng.randrange(50)} '
-                f'status={rng.choice([200, 200, 200, 201, 304, 404, 500])} bytes={rng.randrange(10**5)} '
-                f'ua="Mozilla/5.0 (X11; Linux x86_64) rv:{rng.randrange(90, 130)}.0"')
+        body = (
+            f"GET /api/v2/{rng.choice(_WORDS)}/{rng.randrange(10**6)}?page={rng.randrange(50)} "
+            f"status={rng.choice([200, 200, 200, 201, 304, 404, 500])} bytes={rng.randrange(10**5)} "
+            f'ua="Mozilla/5.0 (X11; Linux x86_64) rv:{rng.randrange(90, 130)}.0"'
+        )
     elif kind < 0.99:
         fields = ", ".join(f'"{rng.choice(_WORDS)}": {rng.randrange(10**4)}' for _ in range(rng.randint(2, 8)))
         body = f"event={{{fields}}}"
     else:
-        frames = "".join(f"\n    at com.example.{rng.choice(_COMPONENTS)}.Handler.run(Handler.java:{rng.randrange(900)})"
-                         for _ in range(rng.randint(3, 12)))
+        frames = "".join(
+            f"\n    at com.example.{rng.choice(_COMPONENTS)}.Handler.run(Handler.java:{rng.randrange(900)})"
+            for _ in range(rng.randint(3, 12))
+        )
         body = f"java.lang.IllegalStateException: {' '.join(rng.choices(_WORDS, k=5))}{frames}"
     return head + body + "\n"
 
@@ -76,8 +84,12 @@ def make_tokenizer(spec: str, sample_path: Path):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=8192, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>"], show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=8192,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>"],
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(sample.splitlines(), trainer)
     try:
         from transformers import PreTrainedTokenizerFast
@@ -99,7 +111,6 @@ def main() -> None:
     parser.add_argument("--chunk-tokens", type=int, default=2048)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from infinipot.ingest import open_document
 
     workdir = tempfile.TemporaryDirectory(prefix="ingest-bench-")
@@ -107,8 +118,10 @@ def main() -> None:
     if not log.exists():
         started = time.perf_counter()
         generate_log(log, int(args.size_gb * 1e9), args.gzip)
-        print(f"generated {log} ({log.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - started:.0f}s",
-              file=sys.stderr)
+        print(
+            f"generated {log} ({log.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - started:.0f}s",
+            file=sys.stderr,
+        )
     tokenizer = make_tokenizer(args.tokenizer, log)
     rss_before = peak_rss_mb()
 
@@ -118,8 +131,11 @@ def main() -> None:
         now = time.perf_counter()
         if now - last_report[0] > 30 or p.done:
             last_report[0] = now
-            print(f"  {p.fraction:6.1%}  {p.bytes_done / 1e6:8,.0f}/{p.bytes_total / 1e6:,.0f} MB  "
-                  f"{p.tokens_done:,}/{p.tokens_estimated:,} tokens  peak RSS {peak_rss_mb():,.0f} MB", file=sys.stderr)
+            print(
+                f"  {p.fraction:6.1%}  {p.bytes_done / 1e6:8,.0f}/{p.bytes_total / 1e6:,.0f} MB  "
+                f"{p.tokens_done:,}/{p.tokens_estimated:,} tokens  peak RSS {peak_rss_mb():,.0f} MB",
+                file=sys.stderr,
+            )
 
     document = open_document(log)
     started = time.perf_counter()
@@ -130,11 +146,17 @@ def main() -> None:
     stream.location_map.save(map_path)
 
     size_mb = document.size_bytes / 1e6
-    print("| file | size MB | tokens | seconds | MB/s | tokens/s | peak RSS MB (before ingest) | map runs | map MB (RAM / disk) |")
+    print(
+        "| file | size MB | tokens | seconds | MB/s | tokens/s | peak RSS MB (before ingest) | map runs "
+        "| map MB (RAM / disk) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| {log.name} | {size_mb:,.0f} | {tokens:,} | {elapsed:,.0f} | {size_mb / elapsed:.2f} | {tokens / elapsed:,.0f} "
-          f"| {peak_rss_mb():,.0f} ({rss_before:,.0f}) | {stream.location_map.runs:,} "
-          f"| {stream.location_map.nbytes / 1e6:.1f} / {map_path.stat().st_size / 1e6:.1f} |")
+    print(
+        f"| {log.name} | {size_mb:,.0f} | {tokens:,} | {elapsed:,.0f} | {size_mb / elapsed:.2f} "
+        f"| {tokens / elapsed:,.0f} "
+        f"| {peak_rss_mb():,.0f} ({rss_before:,.0f}) | {stream.location_map.runs:,} "
+        f"| {stream.location_map.nbytes / 1e6:.1f} / {map_path.stat().st_size / 1e6:.1f} |"
+    )
     print(f"cores={os.cpu_count()} tokenizer={args.tokenizer} chunk_tokens={args.chunk_tokens}", file=sys.stderr)
     workdir.cleanup()
 

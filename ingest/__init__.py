@@ -1,9 +1,9 @@
 """Ingest: turns PDFs, Word files, EPUBs, HTML, text and logs of any size into located token streams.
 
-    doc = open_document(path)
-    stream = doc.token_stream(tokenizer, chunk_tokens=2048, progress=callback)
-    for ids in stream: ...
-    stream.location_map.save(path); stream.fingerprint; stream.warnings
+doc = open_document(path)
+stream = doc.token_stream(tokenizer, chunk_tokens=2048, progress=callback)
+for ids in stream: ...
+stream.location_map.save(path); stream.fingerprint; stream.warnings
 """
 
 from .document import Document, open_document

@@ -39,7 +39,7 @@ class Block:
     def segments(self) -> Iterator[Segment]:
         text, starts, lines, page, base = self.text, self.starts, self.lines, self.page, self.char_offset
         ends = list(starts[1:]) + [len(text)]
-        for start, end, line in zip(starts, ends, lines):
+        for start, end, line in zip(starts, ends, lines, strict=True):
             yield Segment(text[start:end], Location(page, line, base + start))
 
 

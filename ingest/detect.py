@@ -25,13 +25,18 @@ _COMPRESSION_MAGIC = (
 _COMPRESSION_LABEL = {"gzip": "gzip (.gz)", "bzip2": "bzip2 (.bz2)", "xz": "xz (.xz)"}
 _COMPRESSION_EXTENSIONS = {".gz", ".gzip", ".bz2", ".xz"}
 
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BINARY_MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "a PNG image", " (for scans, run OCR and add the resulting PDF)"),
     (b"\xff\xd8\xff", "a JPEG image", " (for scans, run OCR and add the resulting PDF)"),
     (b"GIF8", "a GIF image", ""),
     (b"II*\x00", "a TIFF image", " (for scans, run OCR and add the resulting PDF)"),
     (b"MM\x00*", "a TIFF image", " (for scans, run OCR and add the resulting PDF)"),
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old-format Microsoft Office file (.doc/.xls/.ppt)", "; save it as .docx or PDF first"),
+    (
+        _OLE_MAGIC,
+        "an old-format Microsoft Office file (.doc/.xls/.ppt)",
+        "; save it as .docx or PDF first",
+    ),
     (b"{\\rtf", "an RTF document", "; save it as .docx or PDF first"),
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "; unpack it first"),
     (b"Rar!\x1a\x07", "a RAR archive", "; unpack it first"),
@@ -43,8 +48,17 @@ _BINARY_MAGIC = (
     (b"fLaC", "a FLAC audio file", ""),
 )
 _TEXT_SUBTYPES = {
-    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".rst": "plain", ".txt": "plain",
-    ".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".log": "log",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdown": "markdown",
+    ".rst": "plain",
+    ".txt": "plain",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".log": "log",
 }
 _DOCUMENT_EXTENSIONS = {".pdf": "PDF", ".docx": "Word (.docx)", ".epub": "EPUB"}
 _HTML_EXTENSIONS = {".html", ".htm", ".xhtml", ".xht"}
@@ -126,6 +140,9 @@ def detect(path: Path, name: str, size: int) -> Detection:
     for magic, compression in _COMPRESSION_MAGIC:
         if head.startswith(magic):
             return _compressed_kind(path, name, compression)
+    if head.startswith(_OLE_MAGIC) and _outer_suffix(name) in (".docx", ".xlsx", ".pptx"):
+        # Office saves password-protected files in the old container format.
+        raise IngestError(f"'{name}' is password-protected; remove the password in Office, save it, and try again")
     _refuse_binary(head, name)
     return _text_kind(_read_samples(path, size), name, _outer_suffix(name), None)
 
@@ -146,7 +163,9 @@ def _compressed_kind(path: Path, name: str, compression: str) -> Detection:
     if not inner:
         raise IngestError(f"'{name}' is empty: the compressed file contains nothing")
     if b"%PDF-" in inner[:1024] or inner.startswith(b"PK\x03\x04"):
-        raise IngestError(f"'{name}' contains a compressed PDF or ZIP document; unpack it first and add the file inside")
+        raise IngestError(
+            f"'{name}' contains a compressed PDF or ZIP document; unpack it first and add the file inside"
+        )
     _refuse_binary(inner, name)
     return _text_kind([inner], name, _inner_suffix(name), compression)
 

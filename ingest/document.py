@@ -42,8 +42,12 @@ def _make_reader(source: Source, detection: Detection) -> Reader:
         from .readers.epub import EpubReader
 
         return EpubReader(source)
-    options = dict(encoding=detection.encoding, newline=detection.newline, compression=detection.compression,
-                   subtype=detection.subtype)
+    options = dict(
+        encoding=detection.encoding,
+        newline=detection.newline,
+        compression=detection.compression,
+        subtype=detection.subtype,
+    )
     if detection.kind == "html":
         from .readers.html import HtmlReader
 
@@ -66,8 +70,6 @@ def open_document(path: str | os.PathLike) -> Document:
         if path.is_dir():
             raise IngestError(f"'{name}' is a folder, not a file")
         size = path.stat().st_size
-        with open(path, "rb"):
-            pass
         if size == 0:
             raise IngestError(f"'{name}' is empty (0 bytes)")
         detection = detect(path, name, size)
@@ -126,13 +128,16 @@ class Document:
                 yield from block.segments()
             context.finish()
 
-    def token_stream(self, tokenizer, chunk_tokens: int = 2048,
-                     progress: Callable[[Progress], object] | None = None) -> TokenStream:
+    def token_stream(
+        self, tokenizer, chunk_tokens: int = 2048, progress: Callable[[Progress], object] | None = None
+    ) -> TokenStream:
         """Tokenize the document in a single streaming pass; see TokenStream."""
         return TokenStream(self, tokenizer, chunk_tokens=chunk_tokens, progress=progress)
 
-    def _no_text_message(self, warnings: list[str]) -> str:
+    def _no_text_message(self) -> str:
         if self.kind == "pdf":
-            return (f"'{self.name}' has no extractable text: its pages look like scanned images; "
-                    "run OCR on it (e.g. ocrmypdf) and add the result")
+            return (
+                f"'{self.name}' has no extractable text: its pages look like scanned images; "
+                "run OCR on it (e.g. ocrmypdf) and add the result"
+            )
         return f"'{self.name}' contains no text"

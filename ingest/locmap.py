@@ -107,13 +107,16 @@ class TokenLocationMap:
             self._consolidate()
             tokens = self._token_parts[0] if self._token_parts else np.zeros(0, np.uint32)
             chars = self._char_parts[0] if self._char_parts else np.zeros(0, np.uint32)
-            token_starts = np.concatenate(([0], np.cumsum(tokens, dtype=np.int64)))[:-1]
-            char_starts = np.cumsum(chars, dtype=np.int64)
             self._compiled = (
-                tokens, chars,
-                token_starts[::_CHECKPOINT].copy(), char_starts[::_CHECKPOINT].copy(),
-                np.asarray(self._line_at, np.int64), np.asarray(self._line_value, np.int64),
-                np.asarray(self._page_at, np.int64), np.asarray(self._page_value, np.int64),
+                tokens,
+                chars,
+                _sums_before_checkpoints(tokens),
+                # A run's offset includes its own delta (the first run's delta is its offset).
+                _sums_before_checkpoints(chars) + chars[::_CHECKPOINT],
+                np.asarray(self._line_at, np.int64),
+                np.asarray(self._line_value, np.int64),
+                np.asarray(self._page_at, np.int64),
+                np.asarray(self._page_value, np.int64),
             )
         return self._compiled
 
@@ -171,9 +174,12 @@ class TokenLocationMap:
         arrays = {
             "version": np.array([_FORMAT_VERSION, self._runs, self._tokens], dtype=np.int64),
             "fingerprint": np.frombuffer((self.fingerprint or "").encode("ascii"), dtype=np.uint8),
-            "tokens": tokens, "chars": chars,
-            "line_at": np.asarray(self._line_at, np.int64), "line_value": np.asarray(self._line_value, np.int64),
-            "page_at": np.asarray(self._page_at, np.int64), "page_value": np.asarray(self._page_value, np.int64),
+            "tokens": tokens,
+            "chars": chars,
+            "line_at": np.asarray(self._line_at, np.int64),
+            "line_value": np.asarray(self._line_value, np.int64),
+            "page_at": np.asarray(self._page_at, np.int64),
+            "page_value": np.asarray(self._page_value, np.int64),
         }
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
         try:
@@ -187,7 +193,9 @@ class TokenLocationMap:
     @classmethod
     def load(cls, path: str | os.PathLike) -> TokenLocationMap:
         path = Path(path)
-        broken = IngestError(f"the location map '{path.name}' is damaged or from an incompatible version; ingest the document again")
+        broken = IngestError(
+            f"the location map '{path.name}' is damaged or from an incompatible version; ingest the document again"
+        )
         try:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {key: data[key] for key in ("version", "fingerprint", *_ARRAYS)}
@@ -206,9 +214,11 @@ class TokenLocationMap:
                 version == _FORMAT_VERSION
                 and len(self._token_parts[0]) == len(self._char_parts[0]) == runs
                 and int(self._token_parts[0].sum(dtype=np.int64)) == tokens
-                and len(self._line_at) == len(self._line_value) and len(self._page_at) == len(self._page_value)
+                and len(self._line_at) == len(self._line_value)
+                and len(self._page_at) == len(self._page_value)
                 and (runs == 0 or (self._line_at[:1] == [0] and self._page_at[:1] == [0]))
-                and all(np.diff(self._line_at) > 0) and all(np.diff(self._page_at) > 0)
+                and all(np.diff(self._line_at) > 0)
+                and all(np.diff(self._page_at) > 0)
                 and all(0 <= at < max(runs, 1) for at in self._line_at + self._page_at)
             )
             fingerprint = arrays["fingerprint"].astype(np.uint8, casting="safe").tobytes().decode("ascii")
@@ -220,3 +230,11 @@ class TokenLocationMap:
         self.fingerprint = fingerprint or None
         self.complete = True
         return self
+
+
+def _sums_before_checkpoints(values: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` before every CHECKPOINT-th index, without a full-length cumulative array."""
+    if not len(values):
+        return np.zeros(0, np.int64)
+    group_sums = np.add.reduceat(values, np.arange(0, len(values), _CHECKPOINT), dtype=np.int64)
+    return np.cumsum(group_sums) - group_sums

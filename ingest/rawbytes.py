@@ -75,8 +75,11 @@ class RawReader:
         return True
 
     def advance_to(self, position: int) -> None:
-        """Hash (and skip) bytes up to ``position``."""
+        """Hash (and skip) bytes up to ``position``; without hashing, just move the position."""
         position = min(position, self._size)
+        if self._hash is None:
+            self.bytes_done = max(self.bytes_done, position)
+            return
         while self.bytes_done < position:
             self.read(min(READ_CHUNK, position - self.bytes_done))
 
@@ -84,7 +87,7 @@ class RawReader:
         """Hash whatever is left of the snapshot and return the hex digest (None if not hashing)."""
         self.advance_to(self._size)
         try:
-            self.grew = bool(self._handle.read(1))
+            self.grew = os.fstat(self._handle.fileno()).st_size > self._size
         except OSError:
             pass
         return self._hash.hexdigest() if self._hash is not None else None

@@ -223,7 +223,9 @@ class TextDecoder:
         """User-facing notes about what decoding had to repair."""
         notes = []
         if self.invalid_bytes:
-            notes.append(f"{self.invalid_bytes:,} invalid bytes replaced (the file is not valid {encoding_label} everywhere)")
+            notes.append(
+                f"{self.invalid_bytes:,} invalid bytes replaced (the file is not valid {encoding_label} everywhere)"
+            )
         if self.nul_chars:
             notes.append(f"{self.nul_chars:,} NUL characters removed")
         return notes

@@ -25,11 +25,15 @@ def make_encoder(tokenizer) -> BlockEncoder:
     except ImportError:  # pragma: no cover - tokenizers ships with transformers
         Tokenizer = None
     if Tokenizer is not None:
-        if isinstance(tokenizer, Tokenizer):
-            return FastEncoder(tokenizer)
-        backend = getattr(tokenizer, "backend_tokenizer", None)
+        backend = tokenizer if isinstance(tokenizer, Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
         if isinstance(backend, Tokenizer):
-            return FastEncoder(backend)
+            try:
+                return FastEncoder(backend)
+            except Exception:
+                # Backends with custom Python components cannot be copied; a wrapper
+                # can still be used segment by segment.
+                if backend is tokenizer:
+                    raise
     if callable(getattr(tokenizer, "encode", None)):
         return PerSegmentEncoder(tokenizer)
     raise TypeError("tokenizer must be a Hugging Face tokenizer (or any object with an encode(text) method)")
@@ -61,7 +65,7 @@ class FastEncoder(BlockEncoder):
             cuts += [int(i) for i in np.unique(wanted) if 0 < i < count]
         cuts.append(count)
         char_bounds = [int(starts[i]) for i in cuts[:-1]] + [len(text)]
-        pieces = [text[a:b] for a, b in zip(char_bounds, char_bounds[1:])]
+        pieces = [text[a:b] for a, b in zip(char_bounds, char_bounds[1:], strict=False)]
         encodings = self._tokenizer.encode_batch(pieces, add_special_tokens=False)
         ids: list[int] = []
         first_token = np.empty(count, dtype=np.int64)

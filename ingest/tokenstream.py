@@ -43,8 +43,13 @@ class TokenStream:
     An exception raised by the progress callback stops the stream (a way to cancel).
     """
 
-    def __init__(self, document: Document, tokenizer, chunk_tokens: int = 2048,
-                 progress: Callable[[Progress], object] | None = None) -> None:
+    def __init__(
+        self,
+        document: Document,
+        tokenizer,
+        chunk_tokens: int = 2048,
+        progress: Callable[[Progress], object] | None = None,
+    ) -> None:
         if not isinstance(chunk_tokens, int) or isinstance(chunk_tokens, bool) or chunk_tokens < 1:
             raise ValueError(f"chunk_tokens must be a positive integer, not {chunk_tokens!r}")
         self._document = document
@@ -99,7 +104,7 @@ class TokenStream:
             self.fingerprint = ctx.finish()
             self.warnings = ctx.warnings
         if not has_text:
-            raise IngestError(self._document._no_text_message(self.warnings))
+            raise IngestError(self._document._no_text_message())
         if pending:
             yield pending
         self.bytes_done = self._document.size_bytes

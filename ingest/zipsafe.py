@@ -35,7 +35,9 @@ def is_unsafe_member_name(name: str) -> bool:
 
 
 def damaged(name: str, label: str) -> IngestError:
-    return IngestError(f"'{name}' is damaged or incomplete: it is not a readable {label} file (re-download or re-export it)")
+    return IngestError(
+        f"'{name}' is damaged or incomplete: it is not a readable {label} file (re-download or re-export it)"
+    )
 
 
 def encrypted(name: str) -> IngestError:
@@ -68,7 +70,8 @@ def check_members(archive: zipfile.ZipFile, name: str) -> None:
     for info in infos:
         if is_unsafe_member_name(info.filename):
             raise IngestError(
-                f"'{name}' contains a file with an unsafe path ('{info.filename}'), a sign of a malicious archive; it was not opened"
+                f"'{name}' contains a file with an unsafe path ('{info.filename}'), "
+                "a sign of a malicious archive; it was not opened"
             )
         size = info.file_size
         total += size

@@ -67,7 +67,9 @@ class DocxReader(Reader):
             match = _MAIN_CONTENT_TYPE.search(content_types)
             content_type = match.group(1) if match else b""
             if b"macroEnabled" in content_type or b"template" in content_type:
-                raise IngestError(f"'{self.name}' is a Word template or macro-enabled file; save it as a regular .docx first")
+                raise IngestError(
+                    f"'{self.name}' is a Word template or macro-enabled file; save it as a regular .docx first"
+                )
             verify_member(archive, _MAIN_PART, self.name, _LABEL)
             breaks = self._scan(archive)
         self.pages = breaks + 1 if breaks else None

@@ -63,7 +63,8 @@ class EpubReader(Reader):
         resolved = posixpath.normpath(posixpath.join(base, target))
         if "://" in target or target.startswith("/") or resolved == ".." or resolved.startswith("../"):
             raise IngestError(
-                f"'{self.name}' refers to a file outside the book ('{href}'), a sign of a malicious file; it was not opened"
+                f"'{self.name}' refers to a file outside the book ('{href}'), "
+                "a sign of a malicious file; it was not opened"
             )
         return resolved
 
@@ -104,7 +105,9 @@ class EpubReader(Reader):
                 encrypted.add(self._resolve("", element.get("URI")))
         # Font obfuscation also lists files here; only encrypted chapters mean DRM.
         if encrypted.intersection(self.chapters):
-            raise IngestError(f"'{self.name}' is DRM-protected (its chapters are encrypted); only DRM-free EPUBs can be read")
+            raise IngestError(
+                f"'{self.name}' is DRM-protected (its chapters are encrypted); only DRM-free EPUBs can be read"
+            )
 
     def blocks(self, ctx: ReadContext) -> Iterator[Block]:
         builder = BlockBuilder()
@@ -112,15 +115,18 @@ class EpubReader(Reader):
         done_compressed = 0
         invalid_bytes = 0
         with open_zip(self.source.path, self.name, _LABEL) as archive:
-            for number, (path, size) in enumerate(zip(self.chapters, self._sizes), 1):
-                decoder = None
+            for number, (path, size) in enumerate(zip(self.chapters, self._sizes, strict=True), 1):
                 try:
                     with archive.open(path) as handle:
                         first = handle.read(_READ_BYTES)
                         decoder = TextDecoder(sniff_markup_encoding(first))
                         yield from markup_blocks(
-                            _decoded(handle, first, decoder), builder, name=self.name, page=number,
-                            bytes_done=lambda: ctx.raw.bytes_done, include_title=False,
+                            _decoded(handle, first, decoder),
+                            builder,
+                            name=self.name,
+                            page=number,
+                            bytes_done=lambda: ctx.raw.bytes_done,
+                            include_title=False,
                         )
                 except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
                     raise damaged(self.name, _LABEL) from None

@@ -38,7 +38,8 @@ def markup_blocks(
             else:
                 extractor.feed(chunk)
         except MalformedMarkup:
-            raise IngestError(f"'{name}' has broken markup (an unterminated tag or comment); it cannot be read") from None
+            message = f"'{name}' has broken markup (an unterminated tag or comment); it cannot be read"
+            raise IngestError(message) from None
         for text, ends_line in extractor.pop():
             if ends_line:
                 line = builder.add_lines(text + "\n", line, page)

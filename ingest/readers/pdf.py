@@ -56,7 +56,10 @@ class PdfReader(Reader):
         import pypdf
         from pypdf.errors import DependencyError, FileNotDecryptedError
 
-        locked = f"'{self.name}' is password-protected; open it with its password and save an unprotected copy, then try again"
+        locked = (
+            f"'{self.name}' is password-protected; open it with its password and save an unprotected copy, "
+            "then try again"
+        )
         try:
             with _quiet_pypdf():
                 reader = pypdf.PdfReader(handle, strict=False)
@@ -75,7 +78,8 @@ class PdfReader(Reader):
         except Exception:
             # pypdf raises a wide range of errors (and sometimes plain KeyError or
             # RecursionError) on broken files; to the user they all mean the same.
-            raise IngestError(f"'{self.name}' is damaged and cannot be read as a PDF; re-download or re-export it") from None
+            message = f"'{self.name}' is damaged and cannot be read as a PDF; re-download or re-export it"
+            raise IngestError(message) from None
         return reader
 
     def blocks(self, ctx: ReadContext) -> Iterator[Block]:
@@ -105,10 +109,12 @@ class PdfReader(Reader):
         if empty:
             noun = "page" if len(empty) == 1 else "pages"
             verb = "has" if len(empty) == 1 else "have"
-            ctx.warn(f"{noun} {format_numbers(empty)} {verb} no extractable text (scanned images? run OCR to include them)")
+            ctx.warn(
+                f"{noun} {format_numbers(empty)} {verb} no extractable text (scanned images? run OCR to include them)"
+            )
         if unreadable:
-            noun = "page" if len(unreadable) == 1 else "pages"
-            ctx.warn(f"{noun} {format_numbers(unreadable)} could not be read (damaged) and were skipped")
+            noun, verb = ("page", "was") if len(unreadable) == 1 else ("pages", "were")
+            ctx.warn(f"{noun} {format_numbers(unreadable)} could not be read (damaged) and {verb} skipped")
 
 
 def _tidy(text: str) -> str:

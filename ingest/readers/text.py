@@ -11,7 +11,7 @@ from ..errors import IngestError
 from ..textdecode import TextDecoder
 from .base import ReadContext, Reader, Source
 
-READ_BYTES = 1 << 20
+READ_BYTES = 256 << 10
 
 
 class TextReader(Reader):
@@ -19,8 +19,15 @@ class TextReader(Reader):
 
     kind = "text"
 
-    def __init__(self, source: Source, *, encoding: str, newline: str = "\n", compression: str | None = None,
-                 subtype: str = "plain") -> None:
+    def __init__(
+        self,
+        source: Source,
+        *,
+        encoding: str,
+        newline: str = "\n",
+        compression: str | None = None,
+        subtype: str = "plain",
+    ) -> None:
         super().__init__(source)
         self.encoding = encoding
         self.newline = newline
@@ -71,4 +78,7 @@ class TextReader(Reader):
         for note in decoder.warnings(self.encoding):
             ctx.warn(note)
         if builder.split_lines:
-            ctx.warn(f"{builder.split_lines:,} very long lines were split into pieces of at most {MAX_SEGMENT_CHARS:,} characters")
+            ctx.warn(
+                f"{builder.split_lines:,} very long lines were split into pieces "
+                f"of at most {MAX_SEGMENT_CHARS:,} characters"
+            )

@@ -14,7 +14,8 @@ _CORPUS = [
     "Chapter One: The Beginning. Second page, fourth page, fifth and last page.",
     "Quarterly Report. Introduction. This report covers the first quarter. Region North South Total.",
     "2024-05-01T12:00:00Z INFO worker-0 handled request 0",
-    "caf\u00e9 na\u00efve Z\u00fcrich \u00a3100 se\u00f1or \u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac \u65e5\u672c\u8a9e",
+    "caf\u00e9 na\u00efve Z\u00fcrich \u00a3100 se\u00f1or",
+    "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac \u65e5\u672c\u8a9e",
 ]
 
 
@@ -40,8 +41,12 @@ def backend_tokenizer():
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>", "<|im_end|>"], show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>", "<|im_end|>"],
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(_CORPUS * 5, trainer)
     return tokenizer
 

@@ -40,6 +40,7 @@ def _bad_files(fixtures: os.PathLike, builders) -> dict[str, tuple[str, bytes]]:
         "binary with .txt name": ("photo.txt", bytes(range(256)) * 64),
         "png image": ("scan.png", b"\x89PNG\r\n\x1a\n" + bytes(200)),
         "old word format": ("old.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)),
+        "password-protected docx": ("protected.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)),
         "truncated pdf": ("cut.pdf", pdf[: len(pdf) * 2 // 3]),
         "corrupt pdf": ("garbage.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8 + b"\n%%EOF\n"),
         "encrypted pdf": ("locked.pdf", (fixtures / "encrypted.pdf").read_bytes()),
@@ -52,7 +53,9 @@ def _bad_files(fixtures: os.PathLike, builders) -> dict[str, tuple[str, bytes]]:
         "epub with broken manifest": ("broken.epub", _zip_replace(epub, "OEBPS/content.opf", b"<package><manifest>")),
         "epub zip path traversal": ("traversal.epub", (fixtures / "traversal.epub").read_bytes()),
         "epub href escaping the book": (
-            "escape.epub", builders.epub_bytes(hrefs=["Text/ch1.xhtml", "../../../etc/passwd", "Text/ch3.xhtml"])),
+            "escape.epub",
+            builders.epub_bytes(hrefs=["Text/ch1.xhtml", "../../../etc/passwd", "Text/ch3.xhtml"]),
+        ),
         "epub declaring an absurd size": ("bomb.epub", (fixtures / "bomb.epub").read_bytes()),
         "truncated gzip log": ("cut.log.gz", gzip.compress("\n".join(builders.log_lines(5000)).encode())[:3000]),
         "unsupported zip": ("archive.zip", builders.zip_bytes([("a.txt", b"hello")])),
@@ -64,6 +67,7 @@ CASES = [
     ("binary with .txt name", "looks like a binary file"),
     ("png image", "is a PNG image"),
     ("old word format", "save it as .docx or PDF"),
+    ("password-protected docx", "is password-protected"),
     ("truncated pdf", "is incomplete"),
     ("corrupt pdf", "is damaged"),
     ("encrypted pdf", "is password-protected"),
@@ -83,8 +87,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("case", "message"), CASES, ids=[case for case, _ in CASES])
-def test_bad_input_gives_a_clear_error_and_leaves_nothing_behind(tmp_path, fixtures_dir, builders, tokenizer,
-                                                                 case, message):
+def test_bad_input_gives_a_clear_error_and_leaves_nothing_behind(
+    tmp_path, fixtures_dir, builders, tokenizer, case, message
+):
     file_name, data = _bad_files(fixtures_dir, builders)[case]
     inbox, out = tmp_path / "inbox", tmp_path / "out"
     inbox.mkdir()

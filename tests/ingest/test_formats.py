@@ -122,24 +122,30 @@ def test_gzip_log_is_streamed_line_by_line(fixtures_dir, builders):
     assert segments[150].location == Location(None, 151, sum(len(s.text) for s in segments[:150]))
 
 
-@pytest.mark.parametrize(("name", "subtype", "first"), [
-    ("notes.md", "markdown", "# Notes\n"),
-    ("data.csv", "csv", "name,amount\n"),
-    ("data.json", "json", '{"name": "fixture", "values": [1, 2, 3]}\n'),
-])
+@pytest.mark.parametrize(
+    ("name", "subtype", "first"),
+    [
+        ("notes.md", "markdown", "# Notes\n"),
+        ("data.csv", "csv", "name,amount\n"),
+        ("data.json", "json", '{"name": "fixture", "values": [1, 2, 3]}\n'),
+    ],
+)
 def test_markdown_csv_and_json_are_text(fixtures_dir, name, subtype, first):
     doc = open_document(fixtures_dir / name)
     assert (doc.kind, doc.subtype) == ("text", subtype)
     assert texts(doc)[0] == first
 
 
-@pytest.mark.parametrize(("source", "disguise", "kind"), [
-    ("sample.pdf", "notes.txt", "pdf"),
-    ("report.docx", "report.bin", "docx"),
-    ("novel.epub", "book.zip", "epub"),
-    ("page.html", "page.txt", "html"),
-    ("latin1.log", "noextension", "text"),
-])
+@pytest.mark.parametrize(
+    ("source", "disguise", "kind"),
+    [
+        ("sample.pdf", "notes.txt", "pdf"),
+        ("report.docx", "report.bin", "docx"),
+        ("novel.epub", "book.zip", "epub"),
+        ("page.html", "page.txt", "html"),
+        ("latin1.log", "noextension", "text"),
+    ],
+)
 def test_type_comes_from_content_not_extension(fixtures_dir, tmp_path, source, disguise, kind):
     shutil.copy(fixtures_dir / source, tmp_path / disguise)
     assert open_document(tmp_path / disguise).kind == kind

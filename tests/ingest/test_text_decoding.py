@@ -14,12 +14,15 @@ def read(path) -> tuple[str, list[str]]:
     return text, doc.warnings
 
 
-@pytest.mark.parametrize(("data", "encoding"), [
-    ("h\u00e9llo w\u00f6rld\n".encode("utf-8-sig"), "utf-8-sig"),
-    ("h\u00e9llo w\u00f6rld\n".encode("utf-16"), "utf-16"),
-    (("h\u00e9llo w\u00f6rld\n" * 5).encode("utf-16-be"), "utf-16-be"),
-    (("h\u00e9llo w\u00f6rld\n" * 5).encode("utf-16-le"), "utf-16-le"),
-])
+@pytest.mark.parametrize(
+    ("data", "encoding"),
+    [
+        ("h\u00e9llo w\u00f6rld\n".encode("utf-8-sig"), "utf-8-sig"),
+        ("h\u00e9llo w\u00f6rld\n".encode("utf-16"), "utf-16"),
+        (("h\u00e9llo w\u00f6rld\n" * 5).encode("utf-16-be"), "utf-16-be"),
+        (("h\u00e9llo w\u00f6rld\n" * 5).encode("utf-16-le"), "utf-16-le"),
+    ],
+)
 def test_bom_and_bomless_unicode(tmp_path, data, encoding):
     (tmp_path / "t.txt").write_bytes(data)
     doc = open_document(tmp_path / "t.txt")
