@@ -87,3 +87,16 @@ def compress_pot(
         peak_entries=pot.peak_entries,
         last_logprobs=pot.last_logprobs,
     )
+
+
+def distill(
+    model, cache, pot: Pot, scorer: Scorer, catalyst_ids: list[int], keep: int, sink_tokens: int, cr_rope: bool
+) -> Pot:
+    """One full compression of the pot held in `cache`: the catalyst pass when the scorer needs it, then selection."""
+    catalyst = None
+    if scorer.needs_catalyst:
+        catalyst = catalyst_attention(model, cache, catalyst_ids, pot.next_position)
+    distilled = compress_pot(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope)
+    if catalyst is not None:  # the pot held its entries plus the catalyst during that pass
+        distilled.peak_entries = max(distilled.peak_entries, pot.entries + len(catalyst_ids))
+    return distilled

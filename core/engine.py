@@ -10,7 +10,7 @@ import torch
 
 from . import hf_adapter
 from .config import PotConfig
-from .distill import catalyst_attention, compress_pot
+from .distill import distill
 from .errors import PotTooSmallError
 from .generate import TextStreamer, generate_greedy, stop_token_ids
 from .model import LoadedModel
@@ -111,14 +111,13 @@ class Engine:
                 f"entries, but a pot of {limit} keeping {self.config.keep_size} leaves {room}; "
                 "ask a shorter question, lower --max-new-tokens, or use a larger --pot-size"
             )
-        scorer = make_scorer(self.config.method, self.config.nuc_ratio)
-        catalyst = None
-        if scorer.needs_catalyst:
-            # The request itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
-            catalyst_ids = request if pot.entries + request_len <= limit else self.catalyst_ids
-            catalyst = catalyst_attention(self.model, cache, catalyst_ids, pot.next_position)
+        # The request itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
+        catalyst_ids = request if pot.entries + request_len <= limit else self.catalyst_ids
         sinks = max(self.config.min_sink_tokens, pot.prefix_len)
-        fitted = compress_pot(self.model, pot, scorer, catalyst, self.config.keep_size, sinks, self.config.cr_rope)
+        scorer = make_scorer(self.config.method, self.config.nuc_ratio)
+        fitted = distill(
+            self.model, cache, pot, scorer, catalyst_ids, self.config.keep_size, sinks, self.config.cr_rope
+        )
         stats.compressed_for_answer = True
         cache = hf_adapter.cache_from_layers(list(zip(fitted.keys, fitted.values, strict=True)))
         return cache, fitted.next_position, fitted.entries

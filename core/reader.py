@@ -8,7 +8,7 @@ import torch
 
 from . import hf_adapter
 from .config import PotConfig
-from .distill import catalyst_attention, compress_pot
+from .distill import distill
 from .errors import PotTooSmallError
 from .pot import Pot
 from .scorers import make_scorer
@@ -85,13 +85,15 @@ class ContinualReader:
             done += take
 
     def _compress(self) -> None:
-        pot = self.pot
-        catalyst = None
-        if self.scorer.needs_catalyst:
-            catalyst = catalyst_attention(self.model, self.cache, self.catalyst_ids, pot.next_position)
-            pot.peak_entries = max(pot.peak_entries, pot.entries + len(self.catalyst_ids))
-        self.pot = compress_pot(
-            self.model, pot, self.scorer, catalyst, self.config.keep_size, self.sink_tokens, self.config.cr_rope
+        self.pot = distill(
+            self.model,
+            self.cache,
+            self.pot,
+            self.scorer,
+            self.catalyst_ids,
+            self.config.keep_size,
+            self.sink_tokens,
+            self.config.cr_rope,
         )
         self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values, strict=True)))
         self._check_bound()
