@@ -1,1 +1,4 @@
-"""Where documents and their pots live under $INFINIPOT_HOME; plain dicts, tensors and bytes only."""
+"""Storage: SQLite (sqlite-utils) for documents, pots, checkpoints and conversations; safetensors files on disk.
+
+Plain dicts, tensors and bytes only: nothing here imports the engine.
+"""

@@ -1,0 +1,78 @@
+"""The SQLite database: opened in WAL mode with a busy timeout, numbered migrations applied on open."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlite_utils import Database, Migrations
+
+from .migrations import MIGRATIONS
+
+# How long a writer waits for another process's write transaction before "database is locked".
+# Writes here are short (a few rows), so 30 s only matters for a stalled disk.
+BUSY_TIMEOUT_SECONDS = 30.0
+
+# One lock per open Database: the UI may write from several threads through one connection.
+_LOCKS: dict[int, threading.RLock] = {}
+
+
+def open_database(path: Path) -> Database:
+    """Open (creating if needed) the database at `path` and bring its schema up to date."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+    db = Database(conn, execute_plugins=False)
+    db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+    db.execute("PRAGMA foreign_keys = ON")  # per connection in SQLite; deletes cascade to pots and messages
+    db.enable_wal()  # readers never block the writer and the writer never blocks readers
+    # FULL: a commit is on disk when it returns. Commits happen once a minute at most while reading,
+    # and a lost commit would point the database at a checkpoint file that was already replaced.
+    db.execute("PRAGMA synchronous = FULL")
+    migrate(db)
+    return db
+
+
+def migrate(db: Database, migrations: Migrations = MIGRATIONS) -> None:
+    """Apply pending migrations under a write lock, so two processes opening a new database never race.
+
+    All pending migrations commit together or not at all: a failing one leaves the schema as it was.
+    """
+    if not migrations.pending(db):
+        return
+    with write_transaction(db):
+        migrations.apply(db)  # each migration runs in a savepoint inside this transaction
+
+
+def schema_version(db: Database) -> list[str]:
+    """Names of the applied migrations, oldest first."""
+    return [migration.name for migration in MIGRATIONS.applied(db)]
+
+
+@contextmanager
+def write_transaction(db: Database) -> Iterator[Database]:
+    """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front.
+
+    A deferred transaction that reads first and writes later can fail at once with "database is locked"
+    when another process writes in between; IMMEDIATE waits for the busy timeout instead.
+    """
+    lock = _LOCKS.setdefault(id(db.conn), threading.RLock())
+    with lock:
+        if db.conn.in_transaction:  # nested: the outer transaction commits
+            with db.atomic():
+                yield db
+            return
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.rollback()
+            raise
+        db.conn.execute("COMMIT")
+
+
+def close_database(db: Database) -> None:
+    _LOCKS.pop(id(db.conn), None)
+    db.close()

@@ -1,0 +1,112 @@
+"""Numbered schema migrations (sqlite-utils Migrations); append new ones, never edit an applied one."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlite_utils import Database, Migrations
+
+MIGRATIONS = Migrations("infinipot")
+
+POT_STATUSES = ("reading", "complete", "failed")
+MESSAGE_ROLES = ("user", "assistant")
+
+
+@MIGRATIONS(name="0001_documents_pots_checkpoints")
+def m0001(db: Database) -> None:
+    _run_script(
+        db,
+        f"""
+        CREATE TABLE documents (
+            id TEXT PRIMARY KEY,               -- first 16 hex digits of content_hash
+            content_hash TEXT NOT NULL UNIQUE, -- sha256 of the file's bytes
+            name TEXT NOT NULL,
+            path TEXT,                         -- where it was last read from
+            size_bytes INTEGER NOT NULL,
+            mtime_ns INTEGER,                  -- with size and path: recognise the file without hashing it
+            kind TEXT NOT NULL,
+            pages INTEGER,
+            tokens INTEGER,
+            location_map TEXT,                 -- relative to the data folder
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE pots (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a pot's folder is named by its id
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,               -- what was asked for: 'default', a folder, a hub id
+            model_identity TEXT NOT NULL,      -- which weights: part of the reuse key
+            config TEXT NOT NULL,              -- JSON of the pot settings that change its contents
+            config_key TEXT NOT NULL,          -- sha256 of that JSON
+            method TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in POT_STATUSES)})),
+            error TEXT,
+            tokens_read INTEGER NOT NULL DEFAULT 0,
+            cycles INTEGER NOT NULL DEFAULT 0,
+            entries INTEGER NOT NULL DEFAULT 0,
+            peak_entries INTEGER NOT NULL DEFAULT 0,
+            counters TEXT,                     -- JSON of the pot's counters (next position, prefix length...)
+            tensor_file TEXT,                  -- relative to the data folder; set when complete
+            tensor_checksum TEXT,
+            tensor_bytes INTEGER,
+            read_seconds REAL NOT NULL DEFAULT 0,  -- reading time over all sessions (resumes included)
+            reader_pid INTEGER,                -- the process reading it now, with its start time
+            reader_started REAL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            completed_at TEXT,
+            UNIQUE (document_id, model_identity, config_key)
+        );
+        CREATE TABLE checkpoints (
+            id INTEGER PRIMARY KEY,
+            pot_id INTEGER NOT NULL REFERENCES pots(id) ON DELETE CASCADE,
+            document_tokens INTEGER NOT NULL,  -- tokens of the document's stream already read into it
+            counters TEXT NOT NULL,
+            stream TEXT NOT NULL,              -- JSON: how the stream was chunked, to continue identically
+            tensor_file TEXT NOT NULL,
+            tensor_checksum TEXT NOT NULL,
+            tensor_bytes INTEGER NOT NULL,
+            read_seconds REAL NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX checkpoints_pot ON checkpoints(pot_id);
+        """,
+    )
+
+
+@MIGRATIONS(name="0002_conversations_messages")
+def m0002(db: Database) -> None:
+    _run_script(
+        db,
+        f"""
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY,
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            pot_id INTEGER REFERENCES pots(id) ON DELETE SET NULL,
+            title TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX conversations_document ON conversations(document_id);
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ({", ".join(repr(r) for r in MESSAGE_ROLES)})),
+            content TEXT NOT NULL,
+            meta TEXT,                         -- JSON: timings, the pot used
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX messages_conversation ON messages(conversation_id);
+        """,
+    )
+
+
+def _run_script(db: Database, script: str) -> None:
+    """Run statements one by one: sqlite3's executescript would COMMIT first and break the migration's transaction."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement in a migration: {statement.strip()[:60]}")

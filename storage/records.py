@@ -1,0 +1,137 @@
+"""Rows of the database as frozen dataclasses: documents, pots, checkpoints, conversations, messages."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+
+from .migrations import MESSAGE_ROLES, POT_STATUSES
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _from_row(cls, row: dict, json_fields: tuple[str, ...] = ()):
+    values = {f.name: row[f.name] for f in fields(cls)}
+    for name in json_fields:
+        if values[name] is not None:
+            values[name] = json.loads(values[name])
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    id: str
+    content_hash: str
+    name: str
+    path: str | None
+    size_bytes: int
+    mtime_ns: int | None
+    kind: str
+    pages: int | None
+    tokens: int | None
+    location_map: str | None
+    created_at: str
+    updated_at: str
+
+    def __post_init__(self) -> None:
+        if not self.content_hash.startswith(self.id):
+            raise ValueError(f"document id {self.id!r} is not a prefix of its content hash")
+        if self.size_bytes < 0:
+            raise ValueError(f"size must not be negative, got {self.size_bytes}")
+
+    @classmethod
+    def from_row(cls, row: dict) -> DocumentRecord:
+        return _from_row(cls, row)
+
+
+@dataclass(frozen=True)
+class PotRecord:
+    id: int
+    document_id: str
+    model: str
+    model_identity: str
+    config: dict
+    config_key: str
+    method: str
+    status: str
+    error: str | None
+    tokens_read: int
+    cycles: int
+    entries: int
+    peak_entries: int
+    counters: dict | None
+    tensor_file: str | None
+    tensor_checksum: str | None
+    tensor_bytes: int | None
+    read_seconds: float
+    reader_pid: int | None
+    reader_started: float | None
+    created_at: str
+    updated_at: str
+    completed_at: str | None
+
+    def __post_init__(self) -> None:
+        if self.status not in POT_STATUSES:
+            raise ValueError(f"pot status must be one of {', '.join(POT_STATUSES)}, got {self.status!r}")
+        if self.status == "complete" and not (self.tensor_file and self.tensor_checksum and self.tensor_bytes):
+            raise ValueError(f"complete pot {self.id} has no tensor file")
+
+    @classmethod
+    def from_row(cls, row: dict) -> PotRecord:
+        return _from_row(cls, row, ("config", "counters"))
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    id: int
+    pot_id: int
+    document_tokens: int
+    counters: dict
+    stream: dict
+    tensor_file: str
+    tensor_checksum: str
+    tensor_bytes: int
+    read_seconds: float
+    created_at: str
+
+    def __post_init__(self) -> None:
+        if self.document_tokens < 0:
+            raise ValueError(f"a checkpoint cannot have read {self.document_tokens} tokens")
+
+    @classmethod
+    def from_row(cls, row: dict) -> CheckpointRecord:
+        return _from_row(cls, row, ("counters", "stream"))
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    id: int
+    document_id: str
+    pot_id: int | None
+    title: str | None
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: dict) -> ConversationRecord:
+        return _from_row(cls, row)
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    id: int
+    conversation_id: int
+    role: str
+    content: str
+    meta: dict | None
+    created_at: str
+
+    def __post_init__(self) -> None:
+        if self.role not in MESSAGE_ROLES:
+            raise ValueError(f"message role must be one of {', '.join(MESSAGE_ROLES)}, got {self.role!r}")
+
+    @classmethod
+    def from_row(cls, row: dict) -> MessageRecord:
+        return _from_row(cls, row, ("meta",))
