@@ -1,4 +1,4 @@
-"""The `infinipot` command: read, ask, summarize (and the UI and benchmarks as they land)."""
+"""The `infinipot` command: read, ask, summarize, list, delete (and the UI and benchmarks as they land)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--cap", default="general", choices=CAP_MODES, help="catalyst prompt: general or question")
     read.add_argument("--question", default=None, help="the question, for --cap question")
     read.add_argument("--no-cr-rope", action="store_true", help="ablation: keep original positions")
+    read.add_argument(
+        "--checkpoint-seconds",
+        type=float,
+        default=60.0,
+        help="seconds of reading between checkpoints a crashed read resumes from (default 60)",
+    )
     read.add_argument("--json", action="store_true", help="print one JSON object as the last line")
 
     ask = commands.add_parser("ask", help="answer a question from a document's stored pot")
@@ -54,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     summarize.add_argument("doc")
     summarize.add_argument("--max-new-tokens", type=int, default=256)
     summarize.add_argument("--json", action="store_true")
+
+    listing = commands.add_parser("list", help="list stored documents with their pots and disk use")
+    listing.add_argument("--json", action="store_true")
+
+    delete = commands.add_parser("delete", help="delete a document's pots, checkpoints and conversations")
+    delete.add_argument("doc", help="a doc_id (or its prefix) or the document's path")
+    delete.add_argument("--json", action="store_true")
     return parser
 
 
@@ -79,23 +92,76 @@ def _progress_printer(enabled: bool):
     return show
 
 
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"infinipot: warning: {warning}", file=sys.stderr)
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1024 or unit == "GB":
+            return f"{nbytes:,.0f} {unit}" if unit == "B" else f"{nbytes:,.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def _print_listing(documents: list[dict]) -> None:
+    if not documents:
+        print("no documents stored yet (see `infinipot read`)")
+        return
+    for doc in documents:
+        tokens = f"{doc['tokens']:,} tokens" if doc["tokens"] is not None else "not read yet"
+        print(
+            f"{doc['doc_id']}  {doc['name']}  {doc['kind']}, {_size(doc['size_bytes'])}, {tokens}; "
+            f"disk {_size(doc['disk_bytes'])}"
+        )
+        for pot in doc["pots"]:
+            state = pot["status"] + (f" ({pot['error']})" if pot["error"] else "")
+            print(
+                f"    pot {pot['pot_id']}: {state}, {pot['method']} |M|={pot['pot_size']} |C|={pot['keep_size']}, "
+                f"model {pot['model_identity']}, {pot['tokens_read']:,} tokens, {pot['cycles']} compressions, "
+                f"{pot['read_seconds']:.1f} s reading, disk {_size(pot['disk_bytes'])}"
+            )
+    total = sum(doc["disk_bytes"] for doc in documents)
+    print(f"{len(documents)} documents, {_size(total)} on disk")
+
+
 def _run(args: argparse.Namespace) -> int:
     from infinipot.app.service import DocumentService
 
-    service = DocumentService(device=args.device)
+    service = DocumentService(device=args.device, checkpoint_seconds=getattr(args, "checkpoint_seconds", 60.0))
     if args.command == "read":
         config = _pot_config(args)
         report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))
+        if not args.json:
+            print(file=sys.stderr)
+        _warn(report.warnings)
         if args.json:
             print(json.dumps(report.as_json()))
         else:
-            print(file=sys.stderr)
-            for warning in report.warnings:
-                print(f"warning: {warning}", file=sys.stderr)
             how = "reused the stored pot" if report.reused else f"read in {report.seconds:.1f} s"
+            if report.resumed_from:
+                how += f", resumed after {report.resumed_from:,} tokens"
             print(
                 f"{report.name}: {report.tokens:,} tokens, {report.cycles} compressions, pot {report.pot_entries} "
                 f"entries (peak {report.peak_entries}); {how}. doc_id {report.doc_id}"
+            )
+        return 0
+    if args.command == "list":
+        documents = service.documents()
+        if args.json:
+            print(json.dumps({"documents": documents, "disk_bytes": sum(d["disk_bytes"] for d in documents)}))
+        else:
+            _print_listing(documents)
+        return 0
+    if args.command == "delete":
+        result = service.delete(args.doc)
+        if args.json:
+            print(json.dumps(result))
+        else:
+            print(
+                f"deleted {result['name']} ({result['deleted']}): {result['pots']} pots, "
+                f"{_size(result['freed_bytes'])} freed"
             )
         return 0
 
@@ -106,6 +172,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         pieces, stats = service.summarize(args.doc, args.max_new_tokens)
         reused, key = True, "summary"
+    _warn(stats.warnings)
     text = []
     for piece in pieces:
         text.append(piece)
@@ -115,7 +182,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         result = {key: "".join(text).strip(), "seconds": round(seconds, 3)}
         if args.command == "ask":
-            result.update(ttft_seconds=round(stats.ttft_seconds or seconds, 3), reused_pot=reused)
+            first = stats.first_token_seconds
+            result.update(
+                ttft_seconds=round(first if first is not None else seconds, 3),
+                reused_pot=reused,
+                conversation_id=stats.conversation_id,
+            )
         print(json.dumps(result))
     else:
         print()
@@ -127,10 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_libraries()
     from infinipot.app.service import DocumentNotFound
     from infinipot.ingest import IngestError
+    from infinipot.storage.errors import StorageError
 
     try:
         return _run(args)
-    except (InfiniPotError, IngestError, DocumentNotFound, ValueError) as exc:
+    except (InfiniPotError, IngestError, DocumentNotFound, StorageError, ValueError) as exc:
         print(f"infinipot: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -3,17 +3,8 @@
 import json
 
 import pytest
-from tiny_models import build_model, tiny_tokenizer
 
 from infinipot.app.cli import build_parser, main
-
-
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny-llama")
-    build_model("llama").save_pretrained(path)
-    tiny_tokenizer().save_pretrained(path)
-    return str(path)
 
 
 @pytest.fixture
@@ -99,7 +90,7 @@ def test_unknown_document_id_is_a_clear_error(capsys):
     expect_one_line_error(capsys, ["ask", "deadbeef", "Anything?"], "no document")
 
 
-@pytest.mark.parametrize("command", ["read", "ask", "summarize"])
+@pytest.mark.parametrize("command", ["read", "ask", "summarize", "list", "delete"])
 def test_every_command_has_help(capsys, command):
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args([command, "--help"])

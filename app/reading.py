@@ -1,0 +1,151 @@
+"""Reading a document into a stored pot: checkpoints while reading, resume after a crash, status on failure."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from infinipot.core.engine import Engine
+from infinipot.core.errors import InfiniPotError
+from infinipot.core.pot import Pot
+from infinipot.ingest import Document, IngestError
+from infinipot.storage.errors import DamagedFile
+from infinipot.storage.records import PotRecord
+from infinipot.storage.store import Store
+
+from .potcodec import bulk_names, pot_from_storage, pot_summary
+
+
+@dataclass(frozen=True)
+class ReadOutcome:
+    pot: Pot
+    record: PotRecord
+    resumed_from: int  # document tokens restored from a checkpoint (0: read from the start)
+    warnings: list[str]
+
+
+class CheckpointAheadOfDocument(ValueError):
+    """A checkpoint claims more tokens than the document has: it cannot belong to this content."""
+
+
+class Checkpointer:
+    """The reader's on_step: saves the pot when `interval` seconds of reading have passed since the last save.
+
+    on_step fires right after a forward piece, before any compression the next piece may need. That is
+    a consistent state: the pot carries the log-probs that score the next piece's first token (NuC), and
+    the reader's next piece depends only on the pot's size and the tokens left, so a resumed reader
+    splits the rest of the stream exactly as the uninterrupted one would.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        pot_id: int,
+        interval: float,
+        stream_spec: dict,
+        prior_seconds: float,
+        on_progress: Callable[[Pot], None] | None,
+    ) -> None:
+        if interval < 0:
+            raise ValueError(f"checkpoint interval must not be negative, got {interval}")
+        self.store = store
+        self.pot_id = pot_id
+        self.interval = interval
+        self.stream_spec = stream_spec
+        self.prior_seconds = prior_seconds
+        self.on_progress = on_progress
+        self.started = time.monotonic()
+        self.last_saved = self.started
+        self.saved = 0
+
+    def read_seconds(self) -> float:
+        return self.prior_seconds + time.monotonic() - self.started
+
+    def on_step(self, pot: Pot) -> None:
+        if self.on_progress is not None:
+            self.on_progress(pot)
+        if time.monotonic() - self.last_saved >= self.interval:
+            self.save(pot)
+
+    def save(self, pot: Pot) -> None:
+        # Exact dtype (fp32 on CPU): a checkpoint rounded to fp16 would shift the next NuC and CaP scores
+        # slightly, which can change which entries later compressions keep; only the final pot is halved.
+        self.store.save_checkpoint(
+            self.pot_id,
+            pot.tensors(),
+            pot.counters(),
+            pot.document_tokens,
+            self.stream_spec,
+            pot_summary(pot, self.read_seconds()),
+        )
+        self.last_saved = time.monotonic()
+        self.saved += 1
+
+
+def skip_tokens(chunks: Iterable[list[int]], count: int) -> Iterator[list[int]]:
+    """The stream without its first `count` tokens, chunk boundaries otherwise unchanged."""
+    for ids in chunks:
+        if count >= len(ids):
+            count -= len(ids)
+            continue
+        yield ids[count:] if count else ids
+        count = 0
+    if count:
+        raise CheckpointAheadOfDocument(f"the checkpoint is {count} tokens ahead of the document")
+
+
+def read_document(
+    store: Store,
+    engine: Engine,
+    document: Document,
+    record: PotRecord,
+    checkpoint_seconds: float,
+    on_progress: Callable[[Pot], None] | None = None,
+) -> tuple[ReadOutcome, object]:
+    """Read (or resume reading) `document` into the claimed pot `record`; returns the outcome and the stream.
+
+    A bad document or impossible settings mark the pot failed (its checkpoints go). Anything else, Ctrl-C
+    included, leaves it resumable: the next read continues from the last checkpoint.
+    """
+    warnings: list[str] = []
+    loaded = engine.loaded
+    stream_spec = {"chunk_tokens": max(engine.config.forward_tokens, 256)}
+    resume_pot, skip, prior_seconds = None, 0, 0.0
+    checkpoint = store.checkpoints.latest(record.id)
+    if checkpoint is not None:
+        try:
+            tensors = store.load_checkpoint(checkpoint)
+            resume_pot = pot_from_storage(tensors, checkpoint.counters, loaded.device)
+            skip, prior_seconds = checkpoint.document_tokens, checkpoint.read_seconds
+            stream_spec = checkpoint.stream  # the same chunking, so pieces fall where they fell before
+        except DamagedFile as exc:
+            warnings.append(f"checkpoint of {document.name} is damaged ({exc.reason}); reading from the start")
+            store.drop_checkpoints(record.id)
+
+    checkpointer = Checkpointer(store, record.id, checkpoint_seconds, stream_spec, prior_seconds, on_progress)
+    stream = document.token_stream(engine.tokenizer, chunk_tokens=stream_spec["chunk_tokens"])
+    try:
+        reader = engine.new_reader(on_step=checkpointer.on_step)
+        if resume_pot is not None:
+            reader.resume(resume_pot)
+        else:
+            reader.start(engine.prefix_ids)
+        for ids in skip_tokens(stream, skip):
+            reader.feed(ids)
+        pot = reader.pot
+        if pot.document_tokens == 0:
+            raise IngestError(f"{document.name} contains no text to read")
+        tensors = pot.tensors()
+        final = store.complete_pot(
+            record.id, tensors, bulk_names(tensors), pot.counters(), pot_summary(pot, checkpointer.read_seconds())
+        )
+    except (IngestError, InfiniPotError, CheckpointAheadOfDocument) as exc:
+        store.fail_pot(record.id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise
+    except BaseException as exc:
+        note = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"interrupted: {exc}".splitlines()[0]
+        store.pots.release(record.id, note)
+        raise
+    warnings += list(stream.warnings)
+    return ReadOutcome(pot=pot, record=final, resumed_from=skip, warnings=warnings), stream
