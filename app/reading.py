@@ -102,8 +102,8 @@ def read_document(
     record: PotRecord,
     checkpoint_seconds: float,
     on_progress: Callable[[Pot], None] | None = None,
-) -> tuple[ReadOutcome, object]:
-    """Read (or resume reading) `document` into the claimed pot `record`; returns the outcome and the stream.
+) -> ReadOutcome:
+    """Read (or resume reading) `document` into the claimed pot `record`, and its location map.
 
     A bad document or impossible settings mark the pot failed (its checkpoints go). Anything else, Ctrl-C
     included, leaves it resumable: the next read continues from the last checkpoint.
@@ -136,6 +136,10 @@ def read_document(
         pot = reader.pot
         if pot.document_tokens == 0:
             raise IngestError(f"{document.name} contains no text to read")
+        # The map file first, then the row that completes the pot: no committed row ever lacks its files.
+        map_path = store.location_map_path(record.document_id)
+        map_path.parent.mkdir(parents=True, exist_ok=True)
+        stream.location_map.save(map_path)
         tensors = pot.tensors()
         final = store.complete_pot(
             record.id, tensors, bulk_names(tensors), pot.counters(), pot_summary(pot, checkpointer.read_seconds())
@@ -147,5 +151,6 @@ def read_document(
         note = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"interrupted: {exc}".splitlines()[0]
         store.pots.release(record.id, note)
         raise
+    store.documents.set_read(record.document_id, pot.document_tokens, store.relative(map_path))
     warnings += list(stream.warnings)
-    return ReadOutcome(pot=pot, record=final, resumed_from=skip, warnings=warnings), stream
+    return ReadOutcome(pot=pot, record=final, resumed_from=skip, warnings=warnings)

@@ -140,11 +140,7 @@ class DocumentService:
             except DamagedFile as exc:
                 warnings.append(damage_warning(document.name, exc))
         record = self.store.claim_pot(doc.id, model_name, engine.loaded.identity, config.identity(), config.method)
-        outcome, stream = read_document(self.store, engine, document, record, self.checkpoint_seconds, on_progress)
-        map_path = self.store.location_map_path(doc.id)
-        map_path.parent.mkdir(parents=True, exist_ok=True)
-        stream.location_map.save(map_path)
-        self.store.documents.set_read(doc.id, outcome.pot.document_tokens, self.store.relative(map_path))
+        outcome = read_document(self.store, engine, document, record, self.checkpoint_seconds, on_progress)
         pot = outcome.pot
         return ReadReport(
             doc_id=doc.id,

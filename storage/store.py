@@ -198,7 +198,26 @@ class Store:
             shutil.rmtree(self.pot_folder(pot.id), ignore_errors=True)
         if document.location_map:
             self.absolute(document.location_map).unlink(missing_ok=True)
+        self.sweep_orphans()
         return freed
+
+    def sweep_orphans(self) -> None:
+        """Remove pot folders and location maps whose rows are gone (a crash in the middle of a delete).
+
+        Safe beside a running reader: a pot's row is committed before its folder exists, and a document's
+        row before its map.
+        """
+        pots_root, maps_root = self.home / "pots", self.home / "maps"
+        if pots_root.is_dir():
+            pot_ids = {str(row[0]) for row in self.db.execute("SELECT id FROM pots")}
+            for folder in pots_root.iterdir():
+                if folder.name not in pot_ids:
+                    shutil.rmtree(folder, ignore_errors=True)
+        if maps_root.is_dir():
+            doc_ids = {row[0] for row in self.db.execute("SELECT id FROM documents")}
+            for path in maps_root.glob("*.map"):
+                if path.stem not in doc_ids:
+                    path.unlink(missing_ok=True)
 
 
 __all__ = ["DamagedFile", "ReadInProgress", "Store"]

@@ -53,7 +53,8 @@ def assert_same_pot(service_a, report_a, service_b, report_b):
     assert torch.equal(a["origin"], b["origin"])  # the same kept indices, per layer and head
     assert torch.equal(a["kept_by"], b["kept_by"]) and torch.equal(a["positions"], b["positions"])
     for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=1e-3, atol=1e-3)  # fp16 tolerance
+        # exact checkpoints make the resumed pot bit-equal; the stored fp16 copies are then equal too
+        assert torch.equal(a[name], b[name]), name
     assert record_a.counters == record_b.counters
     assert (report_a.tokens, report_a.cycles, report_a.peak_entries) == (
         report_b.tokens,

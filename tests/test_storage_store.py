@@ -169,6 +169,11 @@ def test_deleting_a_document_removes_rows_and_files(store):
     store.conversations.append(conversation.id, "user", "hi")
     expected = store.document_disk_bytes(store.documents.get(doc.id))
     assert expected > 50
+    # left by a crash in the middle of an earlier delete: no rows name them
+    stray_folder, stray_map = store.home / "pots" / "999", store.home / "maps" / "0123456789abcdef.map"
+    stray_folder.mkdir()
+    (stray_folder / "pot-1.safetensors").write_bytes(b"x")
+    stray_map.write_bytes(b"x")
 
     freed = store.delete_document(store.documents.get(doc.id))
     assert freed == expected
@@ -177,6 +182,7 @@ def test_deleting_a_document_removes_rows_and_files(store):
     assert store.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
     assert not store.pot_folder(pots[0].id).exists() and not store.pot_folder(reading.id).exists()
     assert not map_path.exists()
+    assert not stray_folder.exists() and not stray_map.exists()
     survivor = store.pots.latest_complete(keep.id)  # the other document is untouched
     store.verify_pot(survivor)
 
