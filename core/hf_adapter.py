@@ -52,6 +52,12 @@ def decoder(model: torch.nn.Module) -> torch.nn.Module:
     return model.get_decoder()
 
 
+def kv_heads(model: torch.nn.Module) -> int:
+    """Key/value heads per layer (fewer than query heads under GQA)."""
+    config = model.config
+    return getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+
+
 def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [layer.self_attn for layer in decoder(model).layers]
 
