@@ -50,6 +50,11 @@ class ContinualReader:
         self.sink_tokens = config.min_sink_tokens
         self.evidence = ReadingEvidence(self.scorer, hf_adapter.kv_heads(model))
         self.tail: TailQueue | None = None
+        if self.scorer.rolling and self.kept_size() < 1:
+            raise PotTooSmallError(
+                f"a window step of {config.rolling_step} leaves nothing to keep in a pot of {config.pot_size} entries "
+                f"with a {len(self.catalyst_ids)}-token catalyst prompt; use a smaller --window-step"
+            )
         if self.scorer.compresses and self.room_after_compression() < 1:
             raise PotTooSmallError(
                 f"pot of {config.pot_size} entries has no room to read: kept size {config.keep_size} plus the "

@@ -8,7 +8,7 @@ from tiny_models import random_ids, tiny_loaded
 from infinipot.core import capacity, hf_adapter
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
-from infinipot.core.errors import FullContextError
+from infinipot.core.errors import FullContextError, PotTooSmallError
 from infinipot.core.scorers import METHODS, LayerEvidence, make_scorer
 from infinipot.core.scorers.h2o import H2OScorer
 from infinipot.core.scorers.sirllm import SirLLMScorer
@@ -224,3 +224,9 @@ def test_sirllm_reader_counts_compressions_survived():
 def test_rolling_window_that_leaves_no_room_is_refused():
     with pytest.raises(ValueError):
         PotConfig(pot_size=64, keep_size=32, window_step=64, method="streaming")
+
+
+def test_window_step_leaving_nothing_to_keep_is_a_clear_error():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=64, keep_size=16, window_step=40, method="streaming"))
+    with pytest.raises(PotTooSmallError, match="window step"):
+        engine.new_reader()
