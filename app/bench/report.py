@@ -138,16 +138,18 @@ def speed_table(rows: list[dict], settings) -> str:
         "the same size (no scoring, no compression); throughput is the median of "
         f"{settings.repeats} read(s), each (method, length) in a fresh process.",
         "",
-        "| method | tokens | tokens/s | vs plain | peak RSS (MiB) | RSS growth while reading (MiB) | peak KV entries |",
-        "|---|---|---|---|---|---|---|",
+        "| method | tokens | tokens/s | vs plain | peak RSS (MiB) | RSS growth while reading (MiB) "
+        "| peak KV entries | load average |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r["status"] != "ok":
-            lines.append(f"| {r['method']} | {length_label(r['length'])} | refused | | | | |")
+            lines.append(f"| {r['method']} | {length_label(r['length'])} | refused | | | | | |")
             continue
         lines.append(
             f"| {r['method']} | {length_label(r['length'])} | {r['tokens_per_s']:.0f} | {r.get('vs_plain', '')} | "
-            f"{r['peak_rss_mib']:.0f} | {r['peak_rss_mib'] - r['rss_before_mib']:.0f} | {r['peak_entries']} |"
+            f"{r['peak_rss_mib']:.0f} | {r['peak_rss_mib'] - r['rss_before_mib']:.0f} | {r['peak_entries']} "
+            f"| {r.get('load_average', '')} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -118,6 +118,7 @@ def measure(method: str, length: int, model: str, pot_size: int, keep: int | Non
         "peak_entries": peak_entries,
         "cycles": cycles,
         "device": _device_name(loaded.device),
+        "load_average": round(os.getloadavg()[0], 1),  # other work on the machine skews throughput
     }
     if loaded.device.type == "cuda":
         record["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
