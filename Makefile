@@ -32,9 +32,9 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check .
 
+# Reading speed and memory per method (README "Results"); `infinipot bench niah` runs the passkey benchmark.
 bench: setup
-	$(BIN)/python -m benchmarks.ccd_speed
-	$(BIN)/python -m benchmarks.read_memory
+	$(BIN)/infinipot --device cpu bench speed --lengths 4k,16k --methods infinipot,streaming,h2o --out bench-results/speed
 
 clean:
 	rm -rf $(VENV) build *.egg-info

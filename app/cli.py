@@ -22,6 +22,7 @@ def _pot_config(args: argparse.Namespace) -> PotConfig:
         cap_mode=args.cap,
         question=args.question,
         cr_rope=not args.no_cr_rope,
+        window_step=args.window_step,
     )
 
 
@@ -38,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--pot-size", type=int, default=4096, help="|M|: most KV entries held (default 4096)")
     read.add_argument("--keep", type=int, default=None, help="|C|: entries kept per compression (default |M|/2)")
     read.add_argument("--method", default="infinipot", choices=METHODS, help="what decides which entries stay")
+    read.add_argument(
+        "--window-step", type=int, default=None, help="streaming/h2o: tokens read between evictions (|M|/16)"
+    )
     read.add_argument("--nuc-ratio", type=float, default=0.5, help="share of kept slots chosen by novelty")
     read.add_argument("--cap", default="general", choices=CAP_MODES, help="catalyst prompt: general or question")
     read.add_argument("--question", default=None, help="the question, for --cap question")
@@ -67,6 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     delete = commands.add_parser("delete", help="delete a document's pots, checkpoints and conversations")
     delete.add_argument("doc", help="a doc_id (or its prefix) or the document's path")
     delete.add_argument("--json", action="store_true")
+
+    from infinipot.app.bench import niah as bench_niah
+    from infinipot.app.bench import speed as bench_speed
+
+    bench = commands.add_parser("bench", help="benchmarks: needle-in-a-haystack accuracy, reading speed and memory")
+    benches = bench.add_subparsers(dest="bench", required=True)
+    bench_niah.add_arguments(
+        benches.add_parser("niah", help="passkey retrieval over lengths, depths and methods (resumable)")
+    )
+    bench_speed.add_arguments(
+        benches.add_parser("speed", help="reading tokens/s and peak memory vs length per method (resumable)")
+    )
     return parser
 
 
@@ -127,6 +143,11 @@ def _print_listing(documents: list[dict]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "bench":
+        from infinipot.app.bench import niah, speed
+
+        return (niah if args.bench == "niah" else speed).main(args)
+
     from infinipot.app.service import DocumentService
 
     service = DocumentService(device=args.device, checkpoint_seconds=getattr(args, "checkpoint_seconds", 60.0))

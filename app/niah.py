@@ -18,9 +18,14 @@ def _essay_dir() -> Path:
     return Path(spec.origin).parent / "PaulGrahamEssays"
 
 
+def essay_paths() -> list[Path]:
+    """The essay files in name order."""
+    return sorted(_essay_dir().glob("*.txt"))
+
+
 def haystack_text() -> str:
     """All essays concatenated in name order (repeated by the caller when more is needed)."""
-    essays = sorted(_essay_dir().glob("*.txt"))
+    essays = essay_paths()
     return "\n\n".join(p.read_text(encoding="utf-8", errors="replace").strip() for p in essays)
 
 

@@ -28,6 +28,10 @@ class PotConfig:
     # Forward passes are split into pieces of at most this many tokens: bounds activation memory on CPU
     # without changing the math (the causal cache makes the pieces equivalent to one pass).
     forward_tokens: int = 1024
+    # Rolling-window methods (streaming, h2o) evict room for this many tokens at a time instead of one entry
+    # per token as their originals do: the window stays between |M| - |P| - step and |M| - |P| entries while
+    # reading goes on in efficient pieces (smaller is closer to the originals and slower). None: |M| / 16.
+    window_step: int | None = None
 
     def __post_init__(self) -> None:
         if self.pot_size < 16:
@@ -46,10 +50,17 @@ class PotConfig:
             raise ValueError(f"sink tokens must be between 0 and the kept size, got {self.min_sink_tokens}")
         if self.forward_tokens < 1:
             raise ValueError(f"forward piece length must be positive, got {self.forward_tokens}")
+        if self.window_step is not None and not 0 < self.window_step < self.pot_size:
+            raise ValueError(f"window step must be between 1 and the pot size - 1, got {self.window_step}")
         from .scorers import METHODS  # local import: scorers import this module
 
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+
+    @property
+    def rolling_step(self) -> int:
+        """Tokens a rolling window reads between two evictions (`window_step`, default |M| / 16)."""
+        return self.window_step if self.window_step is not None else max(1, self.pot_size // 16)
 
     def identity(self) -> dict:
         """The settings that change what a pot contains (the reuse key for stored pots)."""
@@ -62,4 +73,5 @@ class PotConfig:
             "question": self.question if self.cap_mode == "question" else None,
             "cr_rope": self.cr_rope,
             "min_sink_tokens": self.min_sink_tokens,
+            "window_step": self.rolling_step,
         }

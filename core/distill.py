@@ -41,14 +41,22 @@ def compress_pot(
     keep: int,
     sink_tokens: int,
     cr_rope: bool,
+    carried: dict[str, torch.Tensor] | None = None,
 ) -> Pot:
-    """The pot reduced to `keep` entries per layer and head, keys re-positioned to 0..keep-1 with CR-RoPE."""
+    """The pot reduced to `keep` entries per layer and head, keys re-positioned to 0..keep-1 with CR-RoPE.
+
+    `carried`: optional per-entry evidence (L, H_kv, n) kept beside the pot (core.reading_evidence), passed
+    to the scorer by name and replaced in place by its kept entries.
+    """
+    carried = {} if carried is None else carried
     kept_idx, reasons = [], []
     for layer in range(len(pot.keys)):
         evidence = LayerEvidence(
             catalyst=None if catalyst is None else catalyst[layer],
             novelty=pot.novelty[layer],
             origin=pot.origin[layer],
+            keep=keep,
+            **{name: t[layer] for name, t in carried.items()},
         )
         idx, reason = select_entries(
             scorer.score(evidence), pot.novelty[layer], pot.origin[layer] < sink_tokens, keep, scorer.novelty_share
@@ -56,6 +64,8 @@ def compress_pot(
         kept_idx.append(idx)
         reasons.append(reason)
     idx = torch.stack(kept_idx)  # (L, H_kv, keep)
+    for name in list(carried):
+        carried[name] = carried[name].gather(2, idx)  # (L, H_kv, keep)
     old_positions = pot.positions.gather(2, idx)  # (L, H_kv, keep)
     if cr_rope:
         new_positions = torch.arange(keep, device=idx.device).expand_as(idx).contiguous()
@@ -90,13 +100,29 @@ def compress_pot(
 
 
 def distill(
-    model, cache, pot: Pot, scorer: Scorer, catalyst_ids: list[int], keep: int, sink_tokens: int, cr_rope: bool
+    model,
+    cache,
+    pot: Pot,
+    scorer: Scorer,
+    catalyst_ids: list[int],
+    keep: int,
+    sink_tokens: int,
+    cr_rope: bool,
+    carried: dict[str, torch.Tensor] | None = None,
 ) -> Pot:
-    """One full compression of the pot held in `cache`: the catalyst pass when the scorer needs it, then selection."""
+    """One full compression of the pot held in `cache`: the catalyst pass when the scorer needs it, then selection.
+
+    A scorer that reads attention from the reading pass gets it from `carried`; without it (answer time)
+    the queries of `catalyst_ids` (the request) stand in, through the same catalyst pass.
+    """
     catalyst = None
     if scorer.needs_catalyst:
         catalyst = catalyst_attention(model, cache, catalyst_ids, pot.next_position)
-    distilled = compress_pot(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope)
-    if catalyst is not None:  # the pot held its entries plus the catalyst during that pass
+    stand_in = scorer.reading_attention is not None and "attention" not in (carried or {})
+    if stand_in:
+        attention = torch.stack(catalyst_attention(model, cache, catalyst_ids, pot.next_position))  # (L, H_kv, n)
+        carried = {**(carried or {}), "attention": attention}
+    distilled = compress_pot(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope, carried)
+    if catalyst is not None or stand_in:  # the pot held its entries plus the catalyst during that pass
         distilled.peak_entries = max(distilled.peak_entries, pot.entries + len(catalyst_ids))
     return distilled

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import hf_adapter
+from .capacity import check_full_context
 from .config import PotConfig
 from .distill import distill
 from .errors import PotTooSmallError
@@ -64,7 +65,7 @@ class Engine:
         reader.start(self.prefix_ids)
         for ids in chunks:
             reader.feed(ids)
-        return reader.pot
+        return reader.finish()
 
     def answer(
         self, pot: Pot, question: str, max_new_tokens: int = 256, stats: AnswerStats | None = None
@@ -102,22 +103,25 @@ class Engine:
         request_len = len(request)
         needed = request_len + max_new_tokens
         cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+        scorer = make_scorer(self.config.method, self.config.nuc_ratio)
+        if not scorer.compresses:  # full: no bound, only the model's context and free memory limit it
+            check_full_context(self.model, pot.entries + needed, held=pot.entries)
+            return cache, pot.next_position, pot.entries
         if pot.entries + needed <= limit:
             return cache, pot.next_position, pot.entries
-        room = limit - self.config.keep_size
+        sinks = scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
+        # CCD methods shrink to |C|; window methods (rolling, truncate) keep as much as leaves room for the request.
+        room = limit - (sinks + 1 if scorer.fills_window else self.config.keep_size)
         if needed > room:
             raise PotTooSmallError(
                 f"the request ({request_len} tokens) plus up to {max_new_tokens} answer tokens needs {needed} "
-                f"entries, but a pot of {limit} keeping {self.config.keep_size} leaves {room}; "
+                f"entries, but a pot of {limit} keeping {limit - room} leaves {room}; "
                 "ask a shorter question, lower --max-new-tokens, or use a larger --pot-size"
             )
+        keep = limit - needed if scorer.fills_window else self.config.keep_size
         # The request itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
         catalyst_ids = request if pot.entries + request_len <= limit else self.catalyst_ids
-        sinks = max(self.config.min_sink_tokens, pot.prefix_len)
-        scorer = make_scorer(self.config.method, self.config.nuc_ratio)
-        fitted = distill(
-            self.model, cache, pot, scorer, catalyst_ids, self.config.keep_size, sinks, self.config.cr_rope
-        )
+        fitted = distill(self.model, cache, pot, scorer, catalyst_ids, keep, sinks, self.config.cr_rope)
         stats.compressed_for_answer = True
         cache = hf_adapter.cache_from_layers(list(zip(fitted.keys, fitted.values, strict=True)))
         return cache, fitted.next_position, fitted.entries

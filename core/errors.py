@@ -11,3 +11,7 @@ class ModelError(InfiniPotError):
 
 class PotTooSmallError(InfiniPotError):
     """The pot settings leave no room for what was asked (a question, the prompt opening, reading itself)."""
+
+
+class FullContextError(InfiniPotError):
+    """The uncompressed method cannot hold the whole document (memory or the model's context is too small)."""

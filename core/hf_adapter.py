@@ -52,6 +52,12 @@ def decoder(model: torch.nn.Module) -> torch.nn.Module:
     return model.get_decoder()
 
 
+def kv_heads(model: torch.nn.Module) -> int:
+    """Key/value heads per layer (fewer than query heads under GQA)."""
+    config = model.config
+    return getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+
+
 def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [layer.self_attn for layer in decoder(model).layers]
 
@@ -88,7 +94,8 @@ def vocab_logits(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
 def eager_attention(model: torch.nn.Module) -> Iterator[None]:
     """Run the model with eager attention, the only implementation that returns attention weights.
 
-    Only the short catalyst-prompt pass goes through here, so its cost is |P| queries against the pot.
+    The short catalyst-prompt pass goes through here (|P| queries against the pot), and the whole reading
+    pass for strategies that score by the reading pass's own attention (h2o, tova).
     """
     previous = model.config._attn_implementation
     if previous == "eager":

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import torch
 
 from . import hf_adapter
+from .capacity import check_full_context
 from .config import PotConfig
 from .distill import distill
 from .errors import PotTooSmallError
 from .pot import Pot
+from .reading_evidence import ReadingEvidence
 from .scorers import make_scorer
 from .selection import KEPT_READ
+from .tail_queue import TailQueue
 
 # Rows of LM-head logits computed at once for NuC: bounds the (rows, vocab) buffer to ~50 MB at 49K vocab.
 _NOVELTY_ROWS = 256
@@ -22,6 +26,9 @@ class ContinualReader:
     """Feeds tokens in pieces; compresses to |C| entries whenever the next piece would overflow the pot.
 
     The cache holds at most |M| - |P| entries after any read, and |M| while the catalyst prompt is in it.
+    The strategy's capability flags change the loop without changing that bound: a rolling window keeps all
+    but room for the next step instead of |C|; truncation reads the first half of |M| - |P| and queues the
+    latest tokens for `finish`; the uncompressed method (the only one outside the bound) never compresses.
     """
 
     def __init__(
@@ -41,7 +48,14 @@ class ContinualReader:
         self.cache = None
         self.pot: Pot | None = None
         self.sink_tokens = config.min_sink_tokens
-        if self.room_after_compression() < 1:
+        self.evidence = ReadingEvidence(self.scorer, hf_adapter.kv_heads(model))
+        self.tail: TailQueue | None = None
+        if self.scorer.rolling and self.kept_size() < 1:
+            raise PotTooSmallError(
+                f"a window step of {config.rolling_step} leaves nothing to keep in a pot of {config.pot_size} entries "
+                f"with a {len(self.catalyst_ids)}-token catalyst prompt; use a smaller --window-step"
+            )
+        if self.scorer.compresses and self.room_after_compression() < 1:
             raise PotTooSmallError(
                 f"pot of {config.pot_size} entries has no room to read: kept size {config.keep_size} plus the "
                 f"{len(self.catalyst_ids)}-token catalyst prompt fill it; use a larger --pot-size or smaller --keep"
@@ -49,31 +63,63 @@ class ContinualReader:
 
     def room_after_compression(self) -> int:
         """|M| - |C| - |P|: fresh tokens read between two compressions."""
-        return self.config.pot_size - self.config.keep_size - len(self.catalyst_ids)
+        return self.config.pot_size - self.kept_size() - len(self.catalyst_ids)
+
+    def kept_size(self) -> int:
+        """Entries a compression keeps: |C|, or for a rolling window all but room for the next step."""
+        if self.scorer.rolling:
+            return self.config.pot_size - len(self.catalyst_ids) - self.config.rolling_step
+        return self.config.keep_size
+
+    def _read_limit(self) -> int:
+        """Most entries held after a read: |M| - |P|, unbounded for the uncompressed method."""
+        return self.config.pot_size - len(self.catalyst_ids) if self.scorer.compresses else sys.maxsize
 
     @torch.inference_mode()
     def start(self, prefix_ids: list[int]) -> None:
         """Read the chat template's opening; those tokens become sinks that are never evicted."""
-        self.sink_tokens = max(self.config.min_sink_tokens, len(prefix_ids))
-        if self.sink_tokens >= self.config.keep_size:
+        self.sink_tokens = self.scorer.sink_tokens(len(prefix_ids), self.config.min_sink_tokens)
+        if self.scorer.compresses and self.sink_tokens >= self.kept_size():
             raise PotTooSmallError(
-                f"the prompt opening ({len(prefix_ids)} tokens) does not fit in the kept size {self.config.keep_size}"
+                f"the prompt opening ({len(prefix_ids)} tokens) does not fit in the kept size {self.kept_size()}"
             )
         self.cache = hf_adapter.new_cache()
         self.pot = None
+        self.evidence.reset()
+        if self.scorer.reads_ends_only:
+            self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
         self._read(prefix_ids, prefix_len=len(prefix_ids))
 
     @torch.inference_mode()
     def resume(self, pot: Pot) -> None:
         """Continue reading after a stored pot (a checkpoint, or a log that grew)."""
-        self.sink_tokens = max(self.config.min_sink_tokens, pot.prefix_len)
+        self.sink_tokens = self.scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
         self.pot = pot
+        self.evidence.reset()
+        if self.scorer.reads_ends_only:
+            self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
         self.cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
 
     @torch.inference_mode()
     def feed(self, ids: list[int]) -> None:
         """Read `ids`, compressing as often as needed; afterwards the pot holds at most |M| - |P| entries."""
-        limit = self.config.pot_size - len(self.catalyst_ids)
+        if self.tail is not None:  # truncation: the head is read now, everything after it only queued
+            head = 0 if self.tail.pushed else max(0, self._read_limit() // 2 - self.pot.tokens_read)
+            self.tail.push(ids[head:])
+            ids = ids[:head]
+        self._feed_pieces(ids)
+
+    @torch.inference_mode()
+    def finish(self) -> Pot:
+        """Read what was held back (truncation's last half) and return the pot; call after the last `feed`."""
+        if self.tail is not None and self.tail.pushed:
+            ids, skipped = self.tail.drain()
+            self._feed_pieces(ids, start_index=self.pot.tokens_read + skipped)
+        return self.pot
+
+    def _feed_pieces(self, ids: list[int], start_index: int | None = None) -> None:
+        """The CCD loop; `start_index` is the first token's stream index when tokens before it were skipped."""
+        limit = self._read_limit()
         done = 0
         while done < len(ids):
             room = limit - self.pot.entries
@@ -81,7 +127,10 @@ class ContinualReader:
                 self._compress()
                 continue
             take = min(room, len(ids) - done, self.config.forward_tokens)
-            self._read(ids[done : done + take], prefix_len=self.pot.prefix_len)
+            if not self.scorer.compresses:
+                check_full_context(self.model, self.pot.entries + take, held=self.pot.entries)
+            index = None if start_index is None else start_index + done
+            self._read(ids[done : done + take], prefix_len=self.pot.prefix_len, start_index=index)
             done += take
 
     def _compress(self) -> None:
@@ -91,23 +140,27 @@ class ContinualReader:
             self.pot,
             self.scorer,
             self.catalyst_ids,
-            self.config.keep_size,
+            self.kept_size(),
             self.sink_tokens,
             self.config.cr_rope,
+            carried=self.evidence.tensors,
         )
+        self.evidence.after_compression()
         self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values, strict=True)))
         self._check_bound()
 
-    def _read(self, piece: list[int], prefix_len: int) -> None:
+    def _read(self, piece: list[int], prefix_len: int, start_index: int | None = None) -> None:
         """Forward one piece into the cache and append its provenance and NuC scores."""
         pot = self.pot
         start_position = pot.next_position if pot else 0
-        start_index = pot.tokens_read if pot else 0
+        if start_index is None:
+            start_index = pot.tokens_read if pot else 0
         ids = torch.tensor([piece], device=self.device)  # (1, T)
         positions = torch.arange(start_position, start_position + len(piece), device=self.device)[None]  # (1, T)
-        hidden = hf_adapter.decoder(self.model)(
-            input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True
-        ).last_hidden_state[0]  # (T, hidden)
+        with self.evidence.capture(self.model) as attention:
+            hidden = hf_adapter.decoder(self.model)(
+                input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True
+            ).last_hidden_state[0]  # (T, hidden)
         novelty, last_logprobs = self._novelty(hidden, ids[0], pot.last_logprobs if pot else None)
 
         layers = hf_adapter.cache_layers(self.cache)
@@ -136,6 +189,7 @@ class ContinualReader:
             **merged,
             **counters,
         )
+        self.evidence.after_read(attention, tuple(self.pot.origin.shape), self.device)
         self._check_bound()
         if self.on_step is not None:
             self.on_step(self.pot)
@@ -164,5 +218,5 @@ class ContinualReader:
     def _check_bound(self) -> None:
         entries = self.pot.entries
         self.pot.peak_entries = max(self.pot.peak_entries, entries)
-        if entries > self.config.pot_size:  # a broken invariant, not a user error
+        if self.scorer.compresses and entries > self.config.pot_size:  # a broken invariant, not a user error
             raise RuntimeError(f"pot holds {entries} entries, above its bound of {self.config.pot_size}")

@@ -1,0 +1,128 @@
+"""`infinipot bench niah` and `infinipot bench speed` end to end on a tiny model folder, resume included."""
+
+import json
+
+import pytest
+from test_cli import expect_one_line_error
+from tiny_models import build_model, tiny_tokenizer
+
+from infinipot.app.bench import niah as bench_niah
+from infinipot.app.bench import speed as bench_speed
+from infinipot.app.bench.haystack import haystack_ids, passkey_document, passkey_key
+from infinipot.app.bench.results import length_label, parse_length
+from infinipot.app.cli import build_parser, main
+from infinipot.app.niah import needle_sentence
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny-llama-bench")
+    build_model("llama").save_pretrained(path)
+    tiny_tokenizer().save_pretrained(path)
+    return str(path)
+
+
+def jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_lengths_parse_like_context_sizes():
+    assert [parse_length(x) for x in ("4k", "32K", "1m", "3000")] == [4096, 32768, 1048576, 3000]
+    assert [length_label(n) for n in (4096, 1048576, 3000)] == ["4K", "1M", "3000"]
+    with pytest.raises(ValueError):
+        parse_length("lots")
+
+
+def test_passkey_document_has_the_length_and_the_needle_near_the_depth():
+    tokenizer = tiny_tokenizer()
+    haystack = haystack_ids(tokenizer, 900)
+    assert len(haystack) == 900
+    key = passkey_key(0, 900, 0.5, 0)
+    assert key != passkey_key(0, 900, 0.5, 1) and key == passkey_key(0, 900, 0.5, 0)
+    document = passkey_document(tokenizer, haystack, 900, 0.5, key)
+    assert len(document) == 900
+    text = tokenizer.decode(document)
+    assert needle_sentence(key).strip() in text
+    assert 0.3 < text.index(key) / len(text) < 0.6
+
+
+def test_bench_niah_writes_results_and_resumes_after_an_interruption(capsys, tmp_path, tiny_model_dir, monkeypatch):
+    out = tmp_path / "niah"
+    argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "250", "--depths", "0.2,0.8"]
+    argv += ["--trials", "2", "--methods", "infinipot,streaming,full", "--pot-size", "192", "--keep", "96"]
+    argv += ["--max-new-tokens", "3", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    log = out / "niah.jsonl"
+    records = jsonl(log)[1:]
+    assert len(records) == 2 * 2 * 3
+    assert {r["status"] for r in records} == {"ok"}
+    assert all(r["peak_entries"] <= 192 for r in records if r["method"] != "full")
+    assert all(r["tokens"] == 250 for r in records)
+    table = (out / "niah.md").read_text()
+    assert "| infinipot |" in table and "| full |" in table
+    summary = json.loads((out / "niah.json").read_text())
+    assert len(summary["cells"]) == 3 * 2 and all(c["trials"] == 2 for c in summary["cells"])
+    for method in ("infinipot", "streaming", "full"):
+        assert (out / f"niah_{method}.png").read_bytes()[:8] == PNG_MAGIC
+
+    # an interrupted run: five trials finished, the sixth was being written
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:6]) + '\n{"method": "infini')
+    calls = []
+    real_run_trial = bench_niah.run_trial
+    monkeypatch.setattr(bench_niah, "run_trial", lambda *a: calls.append(a) or real_run_trial(*a))
+    assert main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    again = jsonl(log)
+    assert len(calls) == 12 - 5
+    assert again[:6] == [json.loads(line) for line in lines[:6]]
+    assert len(again) == 13
+
+    # the same folder with other settings would mix results: refused in one line
+    expect_one_line_error(capsys, [*argv[:-4], "--max-new-tokens", "4", "--out", str(out)], "other settings")
+
+
+def test_bench_niah_records_full_as_refused_beyond_the_model_context(capsys, tmp_path, tiny_model_dir):
+    out = tmp_path / "niah"
+    argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "5000", "--depths", "0.5"]
+    argv += ["--trials", "1", "--methods", "full", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    (record,) = jsonl(out / "niah.jsonl")[1:]
+    assert record["status"] == "refused" and "context" in record["reason"]
+    assert "refused" in (out / "niah.md").read_text()
+
+
+def test_bench_speed_measures_each_method_in_a_fresh_process_and_resumes(capsys, tmp_path, tiny_model_dir, monkeypatch):
+    out = tmp_path / "speed"
+    argv = ["--device", "cpu", "bench", "speed", "--model", tiny_model_dir, "--lengths", "300"]
+    argv += ["--methods", "streaming", "--pot-size", "128", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    records = jsonl(out / "speed.jsonl")[1:]
+    assert [r["method"] for r in records] == ["plain", "streaming"]
+    for r in records:
+        assert r["status"] == "ok" and r["tokens_per_s"] > 0 and r["peak_rss_mib"] > r["rss_before_mib"] > 0
+        assert r["peak_entries"] <= 128
+    table = (out / "speed.md").read_text()
+    assert "| streaming | 300 |" in table and "| plain | 300 |" in table
+    assert (out / "speed.png").read_bytes()[:8] == PNG_MAGIC
+
+    def no_more_runs(*_args):
+        raise AssertionError("a finished run was measured again")
+
+    monkeypatch.setattr(bench_speed, "_measure_in_child", no_more_runs)
+    assert main(argv) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bench", ["niah", "speed"])
+def test_bench_commands_have_help(capsys, bench):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["bench", bench, "--help"])
+    assert exit_info.value.code == 0
+    assert "--methods" in capsys.readouterr().out
+
+
+def test_unknown_bench_method_is_a_clear_error(capsys, tmp_path):
+    argv = ["bench", "niah", "--methods", "infinipot,magic", "--out", str(tmp_path / "x")]
+    expect_one_line_error(capsys, argv, "unknown method")
