@@ -1,4 +1,4 @@
-"""The `infinipot` command: read, ask, summarize (and the UI and benchmarks as they land)."""
+"""The `infinipot` command: read, ask, summarize, and the web app (`ui`)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     summarize.add_argument("doc")
     summarize.add_argument("--max-new-tokens", type=int, default=256)
     summarize.add_argument("--json", action="store_true")
+
+    ui = commands.add_parser("ui", help="the web app: library, reading progress, chat, what the model kept")
+    ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
+    ui.add_argument("--port", type=int, default=7860)
+    ui.add_argument("--auth", default=None, metavar="USER:PASSWORD", help="required for a --host other than loopback")
+    ui.add_argument("--max-upload-mb", type=int, default=1024, help="largest file accepted by upload (default 1024)")
     return parser
 
 
@@ -79,7 +85,29 @@ def _progress_printer(enabled: bool):
     return show
 
 
+def _serve_ui(args: argparse.Namespace) -> int:
+    from infinipot.app.ui.launch import check_exposure, parse_auth
+
+    auth = parse_auth(args.auth)
+    check_exposure(args.host, auth)  # before anything is loaded
+    if args.max_upload_mb < 1:
+        raise ValueError(f"--max-upload-mb must be at least 1, got {args.max_upload_mb}")
+    from infinipot.app.ui import serve
+    from infinipot.app.workspace import open_workspace
+
+    workspace = open_workspace(device=args.device, max_upload_bytes=args.max_upload_mb * 2**20)
+    workspace.warm_up_in_background()
+    print(f"infinipot: the app runs on http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
+    try:
+        serve(workspace, args.host, args.port, auth, args.max_upload_mb)
+    finally:
+        workspace.close()
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "ui":
+        return _serve_ui(args)
     from infinipot.app.service import DocumentService
 
     service = DocumentService(device=args.device)
