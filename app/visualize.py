@@ -126,11 +126,12 @@ def retention_map(pot: Pot, total_tokens: int, bins: int = 64, starts: list[int]
     return {"x": kind, "edges": edges, "labels": labels, "matrix": matrix, "layers": layers, "heads": heads}
 
 
-def memory_rows(samples: list[dict]) -> list[dict]:
-    """Long-form rows (tokens, series, MB) for a line plot: pot held, full KV cache, process memory."""
-    series = (("pot", "pot_bytes"), ("full KV cache", "full_kv_bytes"), ("process memory (RSS)", "rss_bytes"))
-    return [
-        {"tokens": sample["tokens"], "series": label, "MB": round(sample[key] / 2**20, 3)}
+def memory_rows(samples: list[dict]) -> dict[str, list[dict]]:
+    """Long-form rows for two line plots: the pot against a full KV cache ("kv"), and the process's memory."""
+    kv = [
+        {"tokens": sample["tokens"], "series": label, "MB": round(sample[key] / 2**20, 4)}
         for sample in samples
-        for label, key in series
+        for label, key in (("pot", "pot_bytes"), ("full KV cache", "full_kv_bytes"))
     ]
+    process = [{"tokens": sample["tokens"], "MB": round(sample["rss_bytes"] / 2**20, 1)} for sample in samples]
+    return {"kv": kv, "process": process}

@@ -3,6 +3,8 @@ Resume, failures with their reason, upload checks, settings validation."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from app_helpers import make_model_folder, make_workspace, tiny_settings, wait_until, write_notes
 
@@ -164,3 +166,22 @@ def test_memory_log_keeps_at_most_its_limit_spread_over_the_whole_read():
     assert tokens[0] == 1 and tokens[-1] > 80
     last = log.samples[-1]
     assert last["pot_bytes"] == 1000 and last["full_kv_bytes"] == 100 * (last["tokens"] + 3)
+
+
+def test_pages_navigate_the_kept_view_and_bin_the_retention_map(infinipot_home, model_dir):
+    pdf = Path(__file__).parent / "fixtures" / "ingest" / "sample.pdf"
+    workspace = make_workspace(infinipot_home)
+    try:
+        doc_id = workspace.add_files([str(pdf)], tiny_settings(model_dir))[0]["doc_id"]
+        assert workspace.reads.wait_idle(180)
+        assert rows_by_name(workspace)["sample.pdf"]["pages"] == 5
+        fourth = workspace.page_start(doc_id, 4)
+        assert 0 < workspace.page_start(doc_id, 2) < fourth < workspace.page_start(doc_id, 5)
+        assert workspace.page_start(doc_id, 3) == fourth  # page 3 of the fixture is empty
+        window = workspace.kept_window(doc_id, 0, None, fourth, 20)
+        assert window["where"] == "page 4, line 1" and window["start"] == fourth
+        assert workspace.retention(doc_id, by_page=True)["labels"] == [f"page {i}" for i in range(1, 6)]
+        with pytest.raises(ValueError, match="page must be between 1 and 5"):
+            workspace.page_start(doc_id, 9)
+    finally:
+        workspace.close()

@@ -107,7 +107,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
 
         # What the model kept: one head, then all heads; the data agrees with the pot's provenance.
         outputs = client.predict(doc_id, 0, "0", 0, 200, "position", api_name="/kept")
-        caption, data = outputs[0], outputs[6]
+        caption, data = outputs[0], outputs[7]
         window = data["window"]
         assert window["mode"] == "one head" and window["start"] == 0 and window["end"] == min(200, total)
         states = [token["state"] for token in window["tokens"]]
@@ -123,9 +123,9 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         assert len(samples) > 3 and samples[-1]["tokens"] == total
         assert all(s["entries"] <= 128 for s in samples)
         assert samples[-1]["full_kv_bytes"] > samples[-1]["pot_bytes"] > 0 and samples[-1]["rss_bytes"] > 0
-        assert "pot holds" in outputs[5]
+        assert "pot holds" in outputs[6]
 
-        data = client.predict(doc_id, 1, "all heads", 0, 100, "position", api_name="/kept")[6]
+        data = client.predict(doc_id, 1, "all heads", 0, 100, "position", api_name="/kept")[7]
         counts = [token["count"] for token in data["window"]["tokens"]]
         assert data["window"]["heads_counted"] == 2 and max(counts) <= 2
         with pytest.raises(AppError, match="layer must be between 0 and 1"):

@@ -99,15 +99,11 @@ def test_token_pieces_keep_split_characters_whole():
     assert "" in pieces  # 'é' is two byte tokens: the first carries the character
 
 
-def test_memory_rows_are_three_series_in_megabytes():
-    rows = visualize.memory_rows(
-        [{"tokens": 10, "entries": 5, "pot_bytes": 2**20, "full_kv_bytes": 2**21, "rss_bytes": 2**22}]
-    )
-    assert [(r["series"], r["MB"]) for r in rows] == [
-        ("pot", 1.0),
-        ("full KV cache", 2.0),
-        ("process memory (RSS)", 4.0),
-    ]
+def test_memory_rows_compare_the_pot_with_a_full_cache_and_track_the_process():
+    sample = {"tokens": 10, "entries": 5, "pot_bytes": 2**20, "full_kv_bytes": 2**21, "rss_bytes": 2**22}
+    rows = visualize.memory_rows([sample])
+    assert [(r["series"], r["MB"]) for r in rows["kv"]] == [("pot", 1.0), ("full KV cache", 2.0)]
+    assert rows["process"] == [{"tokens": 10, "MB": 4.0}]
 
 
 def test_tokens_html_escapes_text_and_marks_each_token():

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from . import render
 from .handlers import ALL_HEADS, Handlers
 
 INTRO = (
@@ -51,7 +52,12 @@ class InfiniPotApp:
                     c.resume = gr.Button("Resume", size="sm")
                     c.delete = gr.Button("Delete document", size="sm", variant="stop")
                 c.library = gr.Dataframe(
-                    headers=None, value=[], interactive=False, wrap=True, elem_id="ip-library", label="Documents"
+                    headers=render.LIBRARY_HEADERS,
+                    value=[],
+                    interactive=False,
+                    wrap=True,
+                    elem_id="ip-library",
+                    label="Documents",
                 )
             with gr.Tab("Chat"):
                 c.history = gr.Dropdown(label="Conversation", choices=[], value=None, allow_custom_value=True)
@@ -82,18 +88,33 @@ class InfiniPotApp:
                 c.x_axis = gr.Radio(["position", "page"], value="position", label="x axis")
                 c.retention = gr.HTML()
                 gr.Markdown("### Memory over the reading")
-                c.memory_plot = gr.LinePlot(x="tokens", y="MB", color="series", height=280, label="Memory (MB)")
+                with gr.Row():
+                    c.memory_plot = gr.LinePlot(
+                        x="tokens",
+                        y="MB",
+                        color="series",
+                        color_map={"pot": "#2f7d4f", "full KV cache": "#d9822b"},
+                        height=260,
+                        label="KV memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
+                    )
+                    c.process_plot = gr.LinePlot(x="tokens", y="MB", height=260, label="Process memory, RSS (MB)")
                 c.memory_caption = gr.Markdown()
                 with gr.Accordion("Data (JSON)", open=False):
                     c.data = gr.JSON()
             with gr.Tab("Settings"):
                 gr.Markdown("Settings for the next uploads (a read already queued keeps its settings).")
                 c.model = gr.Textbox(
-                    label="Model: 'default' (bundled SmolLM2-135M), a local folder, or a hub id", value="default"
+                    label="Model: 'default' (bundled SmolLM2-135M), a local folder, or a hub id",
+                    value="default",
+                    elem_id="ip-model",
                 )
                 with gr.Row():
-                    c.pot_size = gr.Number(label="Pot size |M| (entries)", value=4096, precision=0)
-                    c.keep_size = gr.Number(label="Kept size |C| (entries)", value=2048, precision=0)
+                    c.pot_size = gr.Number(
+                        label="Pot size |M| (entries)", value=4096, precision=0, elem_id="ip-pot-size"
+                    )
+                    c.keep_size = gr.Number(
+                        label="Kept size |C| (entries)", value=2048, precision=0, elem_id="ip-keep-size"
+                    )
                     c.nuc_ratio = gr.Slider(
                         label="NuC ratio (share of |C| chosen by novelty)", minimum=0, maximum=1, step=0.05, value=0.5
                     )
@@ -101,7 +122,14 @@ class InfiniPotApp:
                     c.cap_mode = gr.Radio(choices["cap_modes"], value="general", label="CaP mode")
                     c.cap_question = gr.Textbox(label="Question for CaP mode 'question'")
                     c.method = gr.Dropdown(choices["methods"], value="infinipot", label="Method (for comparisons)")
-                c.max_new_tokens = gr.Slider(label="Answer length (tokens)", minimum=8, maximum=1024, step=8, value=256)
+                c.max_new_tokens = gr.Slider(
+                    label="Answer length (tokens)",
+                    minimum=8,
+                    maximum=1024,
+                    step=8,
+                    value=256,
+                    elem_id="ip-answer-length",
+                )
                 c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
 
     def wire_events(self, blocks: gr.Blocks) -> None:
@@ -151,6 +179,7 @@ class InfiniPotApp:
                 c.tokens,
                 c.retention,
                 c.memory_plot,
+                c.process_plot,
                 c.memory_caption,
                 c.data,
                 c.head,

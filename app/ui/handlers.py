@@ -49,8 +49,10 @@ def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
     return [(f"{c['created_at'][:16].replace('T', ' ')} · {c['title']}", c["id"]) for c in reversed(conversations)]
 
 
-def _memory_frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["tokens", "series", "MB"])
+def _memory_frames(rows: dict[str, list[dict]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"]), pd.DataFrame(
+        rows["process"], columns=["tokens", "MB"]
+    )
 
 
 class Handlers:
@@ -85,11 +87,12 @@ class Handlers:
         choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
         progress = render.progress_html(self.ws.progress(doc_id))
         seen = seen or {}
-        if choices != seen.get("choices"):
-            keep = doc_id if any(value == doc_id for _, value in choices) else None
-            choices_out = gr.update(choices=choices, value=keep)
-        else:
+        if choices == seen.get("choices"):
             choices_out = gr.skip()
+        elif doc_id and not any(value == doc_id for _, value in choices):
+            choices_out = gr.update(choices=choices, value=None)  # the chosen document was deleted
+        else:
+            choices_out = gr.update(choices=choices)  # an upload may be choosing a document right now
         table_out = table if table != seen.get("table") else gr.skip()
         progress_out = progress if progress != seen.get("progress") else gr.skip()
         return table_out, choices_out, progress_out, {"table": table, "choices": choices, "progress": progress}
@@ -166,7 +169,7 @@ class Handlers:
             render.legend_html(window["mode"]),
             render.tokens_html(window),
             render.retention_html(retention),
-            _memory_frame(memory["rows"]),
+            *_memory_frames(memory["rows"]),
             render.memory_caption(memory),
             data,
             gr.update(choices=heads),
