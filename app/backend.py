@@ -20,7 +20,7 @@ from pathlib import Path
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats
 from infinipot.core.pot import Pot
-from infinipot.ingest import Progress, TokenLocationMap
+from infinipot.ingest import Progress, TokenLocationMap, file_fingerprint
 from infinipot.ingest.errors import IngestError
 from infinipot.storage.atomic import write_atomically
 
@@ -162,6 +162,11 @@ class Backend:
         upload = self.upload_folder(doc_id)
         uploads = [p for p in upload.rglob("*") if p.is_file()] if upload.is_dir() else []
         return [p for p in [*pots, self.location_map_path(doc_id), *app_files, *uploads] if p.is_file()]
+
+    @staticmethod
+    def document_id(path: Path) -> str:
+        """The id the service gives a file's content (the storage rewrite: content_hash[:DOC_ID_LENGTH])."""
+        return file_fingerprint(path)[:16]
 
     def upload_folder(self, doc_id: str) -> Path:
         """Where an uploaded file is kept (read, never executed), by the document id of its bytes."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from infinipot.core.config import CAP_MODES, PotConfig
 from infinipot.core.scorers import METHODS
-from infinipot.ingest import file_fingerprint, open_document
+from infinipot.ingest import open_document
 from infinipot.ingest.errors import IngestError
 
 from . import visualize
@@ -205,7 +205,7 @@ class Workspace:
                 f"'{name}' is {size / 2**20:,.1f} MB, above the upload limit of {_mb(self.max_upload_bytes)}"
             )
         document = open_document(source)  # type, damage and encryption are checked before anything is kept
-        doc_id = file_fingerprint(source)[:16]
+        doc_id = self.backend.document_id(source)
         folder = self.backend.upload_folder(doc_id)
         kept = folder / name
         if not kept.is_file():

@@ -48,9 +48,10 @@ def tiny_settings(model_dir: str, pot_size: int = 128, keep_size: int = 48) -> d
 
 
 class PacedBackend(Backend):
-    """Sleeps after every reader step, so a test can watch a read in progress and cancel it."""
+    """Sleeps after every reader step and answer piece, so a test can watch a read or an answer and stop it."""
 
     pace = 0.0
+    answer_pace = 0.0
 
     def read(self, path, config, model, on_step):
         def paced(pot):
@@ -58,6 +59,15 @@ class PacedBackend(Backend):
             time.sleep(self.pace)
 
         return super().read(path, config, model, paced)
+
+    def ask(self, *args, **kwargs):
+        pieces, stats = super().ask(*args, **kwargs)
+        return self._paced(pieces), stats
+
+    def _paced(self, pieces):
+        for piece in pieces:
+            time.sleep(self.answer_pace)
+            yield piece
 
 
 def make_workspace(home: Path, pace: float = 0.0) -> Workspace:

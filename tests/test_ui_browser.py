@@ -120,3 +120,25 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
         assert question in chat
+
+        # Stop: a slow answer stops growing once Stop is pressed, and is not stored.
+        follow_up = "Who is lazy?"
+        full = list(stored.engine.answer(stored.pot, follow_up, 16))
+        assert len(full) >= 6, full  # enough pieces to stop in the middle
+        workspace.backend.answer_pace = 0.5
+        browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(follow_up)
+        browser.find_element(By.CSS_SELECTOR, "#ip-ask").click()
+
+        def partial_answer() -> str:
+            text = visible_text(browser, "#ip-chat")
+            return normalized(text.split(follow_up, 1)[1]) if follow_up in text else ""
+
+        wait_for(partial_answer, 60, every=0.1)
+        browser.find_element(By.CSS_SELECTOR, "#ip-stop").click()
+        time.sleep(1.5)
+        stopped = partial_answer()
+        time.sleep(2.5)
+        assert partial_answer() == stopped
+        assert len(stopped) < len(normalized("".join(full)))
+        conversation = workspace.conversations(doc_id)[-1]["id"]
+        assert [m["content"] for m in workspace.messages(conversation)][::2] == [question]

@@ -145,6 +145,7 @@ class Handlers:
         return [], {"doc_id": doc_id, "conversation_id": None}, gr.update(value=None)
 
     def open_conversation(self, conversation_id, doc_id):
+        conversation_id = None if conversation_id in (None, "") else int(conversation_id)
         return self.ws.messages(conversation_id), {"doc_id": doc_id, "conversation_id": conversation_id}
 
     @user_errors
