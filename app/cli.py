@@ -92,6 +92,10 @@ def _serve_ui(args: argparse.Namespace) -> int:
     check_exposure(args.host, auth)  # before anything is loaded
     if args.max_upload_mb < 1:
         raise ValueError(f"--max-upload-mb must be at least 1, got {args.max_upload_mb}")
+    from infinipot.storage.paths import data_home
+
+    # Uploads arrive in Gradio's temporary folder first: keep that inside the data directory too.
+    os.environ.setdefault("GRADIO_TEMP_DIR", str(data_home() / "gradio-tmp"))
     from infinipot.app.ui import serve
     from infinipot.app.workspace import open_workspace
 

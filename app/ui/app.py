@@ -24,7 +24,8 @@ class InfiniPotApp:
         self.c = SimpleNamespace()  # the components, by name
 
     def build(self) -> gr.Blocks:
-        with gr.Blocks(title="InfiniPot document chat", analytics_enabled=False) as blocks:
+        # Gradio's own copies of uploads are deleted after an hour; the kept copy is in the data directory.
+        with gr.Blocks(title="InfiniPot document chat", analytics_enabled=False, delete_cache=(1800, 3600)) as blocks:
             self._layout()
             self.wire_events(blocks)
         return blocks
