@@ -3,6 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 QUESTION ?= What is the combination of the storeroom safe?
+PORT ?= 7860
 .PHONY: setup run test test-fast bench lint clean
 
 $(BIN)/python:
@@ -19,9 +20,11 @@ $(VENV)/.installed: pyproject.toml $(BIN)/python
 
 setup: $(VENV)/.installed
 
+# Smoke check (read the sample, answer a question), then the app on 127.0.0.1 until Ctrl-C.
 run: setup
 	$(BIN)/infinipot read assets/sample.txt
 	$(BIN)/infinipot ask assets/sample.txt "$(QUESTION)"
+	$(BIN)/infinipot ui --host 127.0.0.1 --port $(PORT)
 
 test: setup
 	$(BIN)/python -m pytest -q tests

@@ -1,4 +1,4 @@
-"""The `infinipot` command: read, ask, summarize, list, delete (and the UI and benchmarks as they land)."""
+"""The `infinipot` command: read, ask, summarize, list, delete, bench, and the web app (`ui`)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench_speed.add_arguments(
         benches.add_parser("speed", help="reading tokens/s and peak memory vs length per method (resumable)")
     )
+
+    ui = commands.add_parser("ui", help="the web app: library, reading progress, chat, what the model kept")
+    ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
+    ui.add_argument("--port", type=int, default=7860)
+    ui.add_argument("--auth", default=None, metavar="USER:PASSWORD", help="required for a --host other than loopback")
+    ui.add_argument("--max-upload-mb", type=int, default=1024, help="largest file accepted by upload (default 1024)")
     return parser
 
 
@@ -142,7 +148,33 @@ def _print_listing(documents: list[dict]) -> None:
     print(f"{len(documents)} documents, {_size(total)} on disk")
 
 
+def _serve_ui(args: argparse.Namespace) -> int:
+    from infinipot.app.ui.launch import check_exposure, parse_auth
+
+    auth = parse_auth(args.auth)
+    check_exposure(args.host, auth)  # before anything is loaded
+    if args.max_upload_mb < 1:
+        raise ValueError(f"--max-upload-mb must be at least 1, got {args.max_upload_mb}")
+    from infinipot.storage.paths import data_home
+
+    # Uploads arrive in Gradio's temporary folder first: keep that inside the data directory too.
+    os.environ.setdefault("GRADIO_TEMP_DIR", str(data_home() / "gradio-tmp"))
+    from infinipot.app.ui import serve
+    from infinipot.app.workspace import open_workspace
+
+    workspace = open_workspace(device=args.device, max_upload_bytes=args.max_upload_mb * 2**20)
+    workspace.warm_up_in_background()
+    print(f"infinipot: the app runs on http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
+    try:
+        serve(workspace, args.host, args.port, auth, args.max_upload_mb)
+    finally:
+        workspace.close()
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "ui":
+        return _serve_ui(args)
     if args.command == "bench":
         from infinipot.app.bench import niah, speed
 

@@ -64,7 +64,13 @@ class Checkpointer:
 
     def on_step(self, pot: Pot) -> None:
         if self.on_progress is not None:
-            self.on_progress(pot)
+            try:
+                self.on_progress(pot)
+            except Exception:
+                # A stop asked for by the caller (the app's Cancel): the state after a piece is a consistent
+                # resume point, so keep all the work done so far instead of the last timed checkpoint.
+                self.save(pot)
+                raise
         if time.monotonic() - self.last_saved >= self.interval:
             self.save(pot)
 

@@ -262,11 +262,12 @@ class DocumentService:
                 raise DocumentNotFound(f"conversation {conversation_id} is about another document")
         stats = AskStats(load_seconds=time.perf_counter() - started, warnings=stored.warnings)
         pieces = stored.engine.answer(stored.pot, question, max_new_tokens, stats)
-        return self._recorded(pieces, stats, stored, question, conversation_id), stats, reused
+        return self.recorded_answer(pieces, stats, stored, question, conversation_id), stats, reused
 
-    def _recorded(
+    def recorded_answer(
         self, pieces: Iterator[str], stats: AskStats, stored: StoredPot, question: str, conversation_id: int | None
     ) -> Iterator[str]:
+        """Pass the answer through; once it is complete, store question and answer (a stopped answer is not)."""
         text = []
         for piece in pieces:
             text.append(piece)

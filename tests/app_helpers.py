@@ -1,0 +1,114 @@
+"""Shared pieces of the app tests: a tiny model folder, small documents, a workspace whose reads can be slowed."""
+
+from __future__ import annotations
+
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from tiny_models import build_model, tiny_tokenizer
+
+from infinipot.app.backend import Backend
+from infinipot.app.jobs import ReadQueue
+from infinipot.app.service import DocumentService
+from infinipot.app.workspace import Workspace
+
+QUESTIONS = [
+    "What does the fox do?",
+    "Which number comes first?",
+    "Who is lazy?",
+    "What is the passkey?",
+    "Summarize line three.",
+]
+
+
+def make_model_folder(path: Path) -> str:
+    build_model("llama").save_pretrained(path)
+    tiny_tokenizer().save_pretrained(path)
+    return str(path)
+
+
+def write_notes(path: Path, lines: int = 16, tag: str = "") -> Path:
+    text = "\n".join(f"Line {i}{tag}: the quick brown fox jumps over the lazy dog {i * 7}." for i in range(lines))
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def tiny_settings(model_dir: str, pot_size: int = 128, keep_size: int = 48) -> dict:
+    return {
+        "model": model_dir,
+        "pot_size": pot_size,
+        "keep_size": keep_size,
+        "nuc_ratio": 0.5,
+        "cap_mode": "general",
+        "question": "",
+        "method": "infinipot",
+    }
+
+
+class PacedBackend(Backend):
+    """Sleeps after every reader step and answer piece, so a test can watch a read or an answer and stop it."""
+
+    pace = 0.0
+    answer_pace = 0.0
+
+    def read(self, path, config, model, on_step):
+        def paced(pot):
+            on_step(pot)
+            time.sleep(self.pace)
+
+        return super().read(path, config, model, paced)
+
+    def ask(self, *args, **kwargs):
+        pieces, stats = super().ask(*args, **kwargs)
+        return self._paced(pieces), stats
+
+    def _paced(self, pieces):
+        for piece in pieces:
+            time.sleep(self.answer_pace)
+            yield piece
+
+
+def make_workspace(home: Path, pace: float = 0.0) -> Workspace:
+    backend = PacedBackend(DocumentService(home, device="cpu"))
+    backend.pace = pace
+    return Workspace(backend, ReadQueue(backend), max_upload_bytes=1 << 20)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def running_app(workspace: Workspace, refresh_seconds: float = 0.5):
+    """Serve the app on a free loopback port; yields its URL."""
+    from infinipot.app.ui import serve
+
+    port = free_port()
+    blocks = serve(workspace, "127.0.0.1", port, block=False, quiet=True, refresh_seconds=refresh_seconds)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        blocks.close()
+        workspace.close()
+
+
+def wait_until(predicate, timeout: float = 120.0, every: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def message_text(message: dict) -> str:
+    """A chatbot message's text, whether gradio gives it as a string or as a list of parts."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))

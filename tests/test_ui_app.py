@@ -1,0 +1,162 @@
+"""The Gradio app end to end through gradio_client on a tiny model: upload, read with progress, ask, summarize,
+visualization data, chat history after a restart, delete; a corrupt PDF gives an error and the app goes on."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from app_helpers import make_model_folder, make_workspace, message_text, running_app, tiny_settings, wait_until
+from app_helpers import write_notes as write_notes_file
+
+gradio_client = pytest.importorskip("gradio_client")
+from gradio_client import Client, handle_file  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+from infinipot.app.visualize import STATES  # noqa: E402
+
+SETTING_ORDER = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_model_folder(tmp_path_factory.mktemp("tiny-llama"))
+
+
+def settings_args(model_dir):
+    settings = tiny_settings(model_dir)
+    return [settings[name] for name in SETTING_ORDER]
+
+
+def library_rows(client, doc_id=None):
+    table, _, progress = client.predict(doc_id, api_name="/library")
+    return table["data"], progress
+
+
+def text_of(html: str) -> str:
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def expected_answer(workspace, doc_id, question, max_new_tokens):
+    stored = workspace.backend.open_pot(doc_id)
+    return "".join(stored.engine.answer(stored.pot, question, max_new_tokens)).strip()
+
+
+def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, model_dir):
+    notes = write_notes_file(tmp_path / "notes.txt", lines=14)
+    corrupt = tmp_path / "broken.pdf"
+    corrupt.write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\ngarbage, no cross-reference table\n")
+    workspace = make_workspace(infinipot_home, pace=0.15)
+    with running_app(workspace) as url:
+        client = Client(url, verbose=False)
+
+        # A corrupt PDF: one clear line in the page, nothing queued, and the app goes on working.
+        with pytest.raises(AppError, match="broken.pdf.*incomplete"):
+            client.predict([handle_file(str(corrupt))], *settings_args(model_dir), api_name="/upload")
+        assert library_rows(client)[0] == []
+
+        notice, table, doc_update, _ = client.predict(
+            [handle_file(str(notes))], *settings_args(model_dir), api_name="/upload"
+        )
+        doc_id = doc_update["value"]
+        assert "notes.txt: queued" in notice
+        assert re.fullmatch(r"[0-9a-f]{16}", doc_id)
+
+        # Progress while reading: tokens read of total, compressions, tokens/s and an ETA, then ready.
+        seen = []
+
+        def ready():
+            rows, progress = library_rows(client, doc_id)
+            seen.append(text_of(progress))
+            return rows if rows and rows[0][1] == "ready" else None
+
+        rows = wait_until(ready, timeout=180, every=0.1)
+        reading = [t for t in seen if "reading" in t and "ETA" in t]
+        assert reading, seen
+        counts = [re.search(r"([\d,]+) / ([\d,]+) tokens", t).groups() for t in reading]
+        counts = [(int(done.replace(",", "")), int(total.replace(",", ""))) for done, total in counts]
+        total = counts[0][1]
+        assert any(0 < done < total for done, _ in counts), reading
+        assert re.search(r"\d+ compressions", reading[-1]) and "tokens/s" in reading[-1]
+        name, status, tokens, pages, pot, disk, row_id = rows[0]
+        assert (name, status, row_id) == ("notes.txt", "ready", doc_id)
+        assert int(tokens.replace(",", "")) == total
+        assert pot.endswith("/ 128") and disk.endswith("KB")
+        assert "ready" in seen[-1] and f"{total:,} / {total:,} tokens (100%)" in seen[-1]
+
+        # Ask: the answer streams, and equals greedy decoding from the stored pot.
+        question = "What does the fox do?"
+        job = client.submit(doc_id, question, 12, api_name="/ask")
+        updates = list(job)
+        history = job.result()[0]
+        assert len(updates) >= 3
+        assert [m["role"] for m in history] == ["user", "assistant"]
+        assert message_text(history[0]) == question
+        expected = expected_answer(workspace, doc_id, question, 12)
+        assert message_text(history[1]) == (expected or "(the model gave an empty answer)")
+
+        # A follow-up lands in the same conversation.
+        history = client.predict(doc_id, "Who is lazy?", 8, api_name="/ask")[0]
+        assert [message_text(m) for m in history[::2]] == [question, "Who is lazy?"]
+
+        summary = client.predict(doc_id, 12, api_name="/summarize")
+        stored = workspace.backend.open_pot(doc_id)
+        assert summary == (
+            "".join(stored.engine.summarize(stored.pot, 12)).strip() or "(the model gave an empty summary)"
+        )
+
+        # What the model kept: one head, then all heads; the data agrees with the pot's provenance.
+        outputs = client.predict(doc_id, 0, "0", 0, 200, "position", api_name="/kept")
+        caption, data = outputs[0], outputs[7]
+        window = data["window"]
+        assert window["mode"] == "one head" and window["start"] == 0 and window["end"] == min(200, total)
+        states = [token["state"] for token in window["tokens"]]
+        assert set(states) <= set(STATES) and "dropped" in states
+        pot = stored.pot
+        positions = pot.origin[0, 0] - pot.prefix_len
+        in_window = ((positions >= 0) & (positions < 200)).sum().item()
+        assert sum(state != "dropped" for state in states) == in_window
+        assert "layer 0 of 2, KV head 0" in caption
+        retention = data["retention"]
+        assert len(retention["matrix"]) == 2 and retention["edges"][-1] == total
+        samples = data["memory"]["samples"]
+        assert len(samples) > 3 and samples[-1]["tokens"] == total
+        assert all(s["entries"] <= 128 for s in samples)
+        assert samples[-1]["full_kv_bytes"] > samples[-1]["pot_bytes"] > 0 and samples[-1]["rss_bytes"] > 0
+        assert "pot holds" in outputs[6]
+
+        data = client.predict(doc_id, 1, "all heads", 0, 100, "position", api_name="/kept")[7]
+        counts = [token["count"] for token in data["window"]["tokens"]]
+        assert data["window"]["heads_counted"] == 2 and max(counts) <= 2
+        with pytest.raises(AppError, match="layer must be between 0 and 1"):
+            client.predict(doc_id, 5, "0", 0, 100, "position", api_name="/kept")
+
+    # After a restart the conversation is shown again for the document.
+    workspace = make_workspace(infinipot_home)
+    with running_app(workspace) as url:
+        client = Client(url, verbose=False)
+        chat = client.predict(doc_id, api_name="/select")[0]
+        assert [message_text(m) for m in chat[::2]] == [question, "Who is lazy?"]
+
+        notice = client.predict(doc_id, api_name="/delete")[0]
+        assert notice.startswith("deleted notes.txt")
+        assert library_rows(client)[0] == []
+        assert not (infinipot_home / "uploads" / doc_id).exists()
+        assert not list((infinipot_home / "pots").glob("*.safetensors"))
+        with pytest.raises(AppError, match="choose a document first"):
+            client.predict(None, "Anything?", 8, api_name="/ask")
+
+
+def test_invalid_settings_refuse_the_upload(tmp_path, infinipot_home, model_dir):
+    notes = write_notes_file(tmp_path / "notes.txt", lines=4)
+    workspace = make_workspace(infinipot_home)
+    with running_app(workspace) as url:
+        client = Client(url, verbose=False)
+        args = settings_args(model_dir)
+        args[SETTING_ORDER.index("keep_size")] = 500
+        with pytest.raises(AppError, match="kept size must be between 1 and the pot size"):
+            client.predict([handle_file(str(notes))], *args, api_name="/upload")
+        args = settings_args(str(tmp_path / "no-such-model"))
+        with pytest.raises(AppError, match="model folder .* does not exist"):
+            client.predict([handle_file(str(notes))], *args, api_name="/upload")
+        assert library_rows(client)[0] == []

@@ -1,0 +1,144 @@
+"""A real browser: headless Chromium (Debian's chromium and chromium-driver, installed by .ci/run) opens the app,
+sets a tiny model in Settings, uploads a file, waits for it to be read, asks a question and reads the answer."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+
+import pytest
+from app_helpers import make_model_folder, make_workspace, running_app, write_notes
+
+CHROMIUM = shutil.which("chromium")
+DRIVER = shutil.which("chromedriver")
+if not (CHROMIUM and DRIVER):
+    if os.environ.get("INFINIPOT_REQUIRE_BROWSER"):  # set by .ci/run, which installs them
+        raise RuntimeError("the browser test needs Debian's chromium and chromium-driver")
+    pytest.skip("needs Debian's chromium and chromium-driver (.ci/run installs them)", allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,1800",
+)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)  # no selenium-manager
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+
+
+def wait_for(check, timeout=180.0, every=0.25):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except Exception as exc:  # the page is still rendering
+            last = exc
+        if last and not isinstance(last, Exception):
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out; last value: {last!r}")
+
+
+def visible_text(driver, css: str) -> str:
+    return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+def open_tab(driver, name: str) -> None:
+    tab = next(b for b in driver.find_elements(By.CSS_SELECTOR, "button[role='tab']") if b.text.strip() == name)
+    tab.click()
+
+
+def replace_value(driver, css: str, value: str) -> None:
+    field = driver.find_element(By.CSS_SELECTOR, css)
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(value, Keys.TAB)
+
+
+def normalized(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
+    model_dir = make_model_folder(tmp_path / "tiny-llama")
+    notes = write_notes(tmp_path / "notes.txt", lines=8)
+    workspace = make_workspace(infinipot_home)
+    with running_app(workspace) as url:
+        browser.get(url)
+        wait_for(lambda: "InfiniPot document chat" in browser.find_element(By.TAG_NAME, "body").text, 60)
+
+        open_tab(browser, "Settings")
+        replace_value(browser, "#ip-model textarea, #ip-model input", model_dir)
+        replace_value(browser, "#ip-pot-size input", "128")
+        replace_value(browser, "#ip-keep-size input", "48")
+        replace_value(browser, "#ip-answer-length input[type='number']", "16")
+        wait_for(lambda: "|M| = 128, kept |C| = 48" in visible_text(browser, "#ip-settings-notice"), 60)
+
+        open_tab(browser, "Library")
+        browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(notes))
+        wait_for(lambda: "notes.txt: queued" in visible_text(browser, "#ip-notice"), 60)
+        library = wait_for(lambda: (t := visible_text(browser, "#ip-library")) and "ready" in t and t)
+        assert "notes.txt" in library and "/ 128" in library and "Pot (entries / size)" in library
+        assert "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value")
+        assert "ready" in visible_text(browser, "#ip-progress")
+
+        doc_id = workspace.library()[0]["doc_id"]
+        stored = workspace.backend.open_pot(doc_id)
+        question = "What does the fox do?"
+        expected = "".join(stored.engine.answer(stored.pot, question, 16)).strip()
+
+        open_tab(browser, "Chat")
+        browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(question)
+        browser.find_element(By.CSS_SELECTOR, "#ip-ask").click()
+        chat = wait_for(
+            lambda: (t := visible_text(browser, "#ip-chat")) and question in t and len(t) > len(question) and t
+        )
+        wait_for(lambda: normalized(expected)[:40] in normalized(visible_text(browser, "#ip-chat")), 120)
+        shot = tmp_path / "app.png"
+        browser.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+        assert question in chat
+
+        # Stop: a slow answer stops growing once Stop is pressed, and is not stored.
+        follow_up = "Who is lazy?"
+        full = list(stored.engine.answer(stored.pot, follow_up, 16))
+        assert len(full) >= 6, full  # enough pieces to stop in the middle
+        workspace.backend.answer_pace = 0.5
+        browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(follow_up)
+        browser.find_element(By.CSS_SELECTOR, "#ip-ask").click()
+
+        def partial_answer() -> str:
+            text = visible_text(browser, "#ip-chat")
+            return normalized(text.split(follow_up, 1)[1]) if follow_up in text else ""
+
+        wait_for(partial_answer, 60, every=0.1)
+        browser.find_element(By.CSS_SELECTOR, "#ip-stop").click()
+        time.sleep(1.5)
+        stopped = partial_answer()
+        time.sleep(2.5)
+        assert partial_answer() == stopped
+        assert len(stopped) < len(normalized("".join(full)))
+        conversation = workspace.conversations(doc_id)[-1]["id"]
+        assert [m["content"] for m in workspace.messages(conversation)][::2] == [question]

@@ -1,0 +1,153 @@
+"""The visualization's pure functions on a hand-made pot, and the HTML they become."""
+
+from __future__ import annotations
+
+import torch
+from tiny_models import tiny_tokenizer
+
+from infinipot.app import visualize
+from infinipot.app.ui import render
+from infinipot.core.pot import Pot
+from infinipot.core.selection import KEPT_NOVELTY, KEPT_READ, KEPT_SCORE, KEPT_SINK
+
+
+def hand_made_pot() -> Pot:
+    """2 layers x 2 KV heads x 5 entries; a 2-token template opening, then document tokens 0..19."""
+    origin = torch.tensor(
+        [
+            [[0, 1, 3, 7, 20], [0, 1, 2, 9, 21]],  # layer 0: document tokens 1, 5, 18 / 0, 7, 19
+            [[0, 1, 4, 7, 8], [0, 1, 7, 12, 21]],  # layer 1: 2, 5, 6 / 5, 10, 19
+        ]
+    )
+    s, n, c, r = KEPT_SINK, KEPT_NOVELTY, KEPT_SCORE, KEPT_READ
+    kept_by = torch.tensor([[[s, s, n, c, r], [s, s, c, n, r]], [[s, s, n, n, c], [s, s, c, c, r]]], dtype=torch.uint8)
+    zeros = torch.zeros(2, 2, 5)
+    keys = [torch.zeros(1, 2, 5, 4) for _ in range(2)]
+    return Pot(
+        keys=keys,
+        values=[k.clone() for k in keys],
+        origin=origin,
+        kept_by=kept_by,
+        novelty=zeros,
+        positions=origin.clone(),
+        next_position=22,
+        prefix_len=2,
+        tokens_read=22,
+        cycles=3,
+        peak_entries=8,
+        last_logprobs=None,
+    )
+
+
+def test_window_states_say_why_each_token_of_one_head_is_there():
+    pot = hand_made_pot()
+    states = visualize.window_states(pot, layer=0, head=0, start=0, end=8)
+    assert states == ["dropped", "nuc", "dropped", "dropped", "dropped", "cap", "dropped", "dropped"]
+    assert visualize.window_states(pot, 0, 1, 15, 20) == ["dropped"] * 4 + ["read"]
+    assert visualize.kept_counts(pot, 1, 0) == {"sink": 2, "nuc": 2, "cap": 1, "read": 0}
+
+
+def test_head_counts_for_one_layer_and_for_all_layers():
+    pot = hand_made_pot()
+    counts, heads = visualize.window_head_counts(pot, 4, 8, layer=1)
+    assert (counts, heads) == ([0, 2, 1, 0], 2)  # token 5 kept by both heads of layer 1, token 6 by one
+    counts, heads = visualize.window_head_counts(pot, 4, 8)
+    assert (counts, heads) == ([0, 3, 1, 1], 4)
+
+
+def test_retention_map_is_the_share_of_each_bin_kept_per_layer():
+    pot = hand_made_pot()
+    data = visualize.retention_map(pot, total_tokens=20, bins=4)
+    assert data["edges"] == [0, 5, 10, 15, 20] and data["x"] == "position"
+    # layer 0 keeps document tokens 1, 5, 18 (head 0) and 0, 7, 19 (head 1): 2, 2, 0, 2 of 5 x 2 slots
+    assert data["matrix"][0] == [0.2, 0.2, 0.0, 0.2]
+    by_page = visualize.retention_map(pot, total_tokens=20, starts=[0, 10])
+    assert by_page["labels"] == ["page 1", "page 2"]
+    assert by_page["matrix"][1] == [4 / 20, 2 / 20]  # layer 1: 2, 5, 6, 5 on page 1; 10, 19 on page 2
+
+
+def test_layer_and_head_are_checked():
+    pot = hand_made_pot()
+    for layer, head in ((2, 0), (0, 2), (-1, 0)):
+        try:
+            visualize.window_states(pot, layer, head, 0, 5)
+        except ValueError as exc:
+            assert "between 0 and 1" in str(exc)
+        else:
+            raise AssertionError("an impossible layer or head was accepted")
+
+
+class PagedMap:
+    def __init__(self, pages: list[int]) -> None:
+        self.pages = pages
+
+    def page_of(self, token: int) -> int:
+        return self.pages[token]
+
+
+def test_page_starts_find_the_first_token_of_every_page():
+    pages = [1, 1, 1, 2, 2, 4, 4, 4]  # page 3 is empty
+    assert visualize.page_starts(PagedMap(pages), len(pages), 4) == [0, 3, 5, 5]
+
+
+def test_token_pieces_keep_split_characters_whole():
+    tokenizer = tiny_tokenizer()
+    text = "fox é 12345"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    pieces = visualize.token_pieces(tokenizer, ids)
+    assert len(pieces) == len(ids) and "".join(pieces) == text
+    assert "" in pieces  # 'é' is two byte tokens: the first carries the character
+
+
+def test_memory_rows_compare_the_pot_with_a_full_cache_and_track_the_process():
+    sample = {"tokens": 10, "entries": 5, "pot_bytes": 2**20, "full_kv_bytes": 2**21, "rss_bytes": 2**22}
+    rows = visualize.memory_rows([sample])
+    assert [(r["series"], r["MB"]) for r in rows["kv"]] == [("pot", 1.0), ("full KV cache", 2.0)]
+    assert rows["process"] == [{"tokens": 10, "MB": 4.0}]
+
+
+def test_tokens_html_escapes_text_and_marks_each_token():
+    window = {
+        "start": 0,
+        "mode": "one head",
+        "tokens": [
+            {"text": "<script>", "state": "cap"},
+            {"text": "$x`", "state": "dropped"},
+            {"text": "", "state": "nuc"},
+        ],
+    }
+    html = render.tokens_html(window)
+    assert "<script>" not in html and "&lt;script&gt;" in html and "&#36;x&#96;" in html
+    assert html.count('class="ip-tok ip-cap"') == 1 and html.count("ip-tok") == 2
+    window = {
+        "start": 5,
+        "mode": "all heads",
+        "heads_counted": 4,
+        "tokens": [{"text": "a", "count": 4}, {"text": "b", "count": 1}],
+    }
+    html = render.tokens_html(window)
+    assert "ip-h10" in html and "ip-h2" in html and "token 6: kept by 1 of 4 heads" in html
+
+
+def test_progress_text_shows_tokens_cycles_rate_and_eta():
+    snapshot = {
+        "name": "book.pdf",
+        "status": "reading",
+        "tokens_read": 1500,
+        "tokens_total": 6000,
+        "fraction": 0.25,
+        "cycles": 3,
+        "entries": 2100,
+        "pot_size": 4096,
+        "tokens_per_second": 300.0,
+        "eta_seconds": 15.0,
+        "tokens_counted": 6000,
+        "elapsed_seconds": 5.0,
+    }
+    text = render.progress_text(snapshot)
+    assert text == (
+        "book.pdf: reading · 1,500 / 6,000 tokens (25%) · 3 compressions · pot 2,100 / 4,096 entries · "
+        "300 tokens/s · ETA 15 s"
+    )
+    assert 'value="250"' in render.progress_html(snapshot)
+    assert render.progress_text({**snapshot, "status": "failed", "error": "bad file"}) == "book.pdf: failed: bad file"
