@@ -122,7 +122,9 @@ def test_twice_interrupted_read_still_ends_with_the_same_pot(tmp_path, long_docu
     (pot,) = service.store.pots.for_document(service.store.documents.all()[0].id)
     assert pot.status == "reading" and pot.error.startswith("interrupted")  # not the document's fault: resumable
     service, resumed, steps = read(home, long_document, tiny_model_dir)
-    assert len(steps) == len(ref_steps) - (10 - 1) - (9 - 1)
+    # Ctrl-C keeps the checkpoint before its piece; a stop raised by the caller's progress callback (the app's
+    # Cancel) checkpoints the piece it stopped after, so nothing read before it is read again
+    assert len(steps) == len(ref_steps) - (10 - 1) - 9
     assert_same_pot(ref_service, reference, service, resumed)
 
 
