@@ -9,10 +9,6 @@ from infinipot.core.pot import Pot
 _BULK_PREFIXES = ("keys.", "values.")
 
 
-def pot_tensors(pot: Pot) -> dict[str, torch.Tensor]:
-    return pot.tensors()
-
-
 def bulk_names(tensors: dict[str, torch.Tensor]) -> frozenset[str]:
     """The keys and values: stored in half precision in a finished pot.
 

@@ -122,7 +122,9 @@ def read_document(
     if checkpoint is not None:
         try:
             tensors = store.load_checkpoint(checkpoint)
-            resume_pot = pot_from_storage(tensors, checkpoint.counters, loaded.device)
+            # Same dtype as when saved unless the model now runs in another (a CUDA checkpoint resumed on CPU).
+            model_dtype = next(loaded.model.parameters()).dtype
+            resume_pot = pot_from_storage(tensors, checkpoint.counters, loaded.device, model_dtype)
             skip, prior_seconds = checkpoint.document_tokens, checkpoint.read_seconds
             stream_spec = checkpoint.stream  # the same chunking, so pieces fall where they fell before
         except DamagedFile as exc:
