@@ -139,6 +139,8 @@ def _print_listing(documents: list[dict]) -> None:
         )
         for pot in doc["pots"]:
             state = pot["status"] + (f" ({pot['error']})" if pot["error"] else "")
+            if pot["status"] == "reading" and not pot["reader_running"]:
+                state += ", stopped: `infinipot read` resumes it"
             print(
                 f"    pot {pot['pot_id']}: {state}, {pot['method']} |M|={pot['pot_size']} |C|={pot['keep_size']}, "
                 f"model {pot['model_identity']}, {pot['tokens_read']:,} tokens, {pot['cycles']} compressions, "

@@ -13,6 +13,7 @@ from infinipot.core.model import LoadedModel, ModelSpec, load_model
 from infinipot.core.pot import Pot
 from infinipot.ingest import file_fingerprint, open_document
 from infinipot.storage.errors import DamagedFile, NotStored
+from infinipot.storage.liveness import is_running
 from infinipot.storage.paths import data_home
 from infinipot.storage.records import DocumentRecord, PotRecord
 from infinipot.storage.store import Store
@@ -318,6 +319,8 @@ class DocumentService:
             "pot_id": pot.id,
             "status": pot.status,
             "error": pot.error,
+            # a `reading` pot whose reader is gone (killed, crashed) resumes with the next `read`
+            "reader_running": pot.status == "reading" and is_running(pot.reader_pid, pot.reader_started),
             "model": pot.model,
             "model_identity": pot.model_identity,
             "method": pot.method,

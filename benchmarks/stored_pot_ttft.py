@@ -33,23 +33,33 @@ import torch
 from infinipot.app.niah import haystack_text
 from infinipot.app.service import DocumentService
 from infinipot.core.config import PotConfig
+from infinipot.ingest import open_document
 
 FIRST_QUESTION = "What is this text about?"
 SECOND_QUESTION = "Which startups does the author mention, and what did he advise them?"
 
 
+def document_tokens(tokenizer, path: Path) -> int:
+    """Tokens as the reader will see them (ingest tokenizes line by line, not the text as one string)."""
+    return sum(len(ids) for ids in open_document(path).token_stream(tokenizer))
+
+
 def build_document(service: DocumentService, tokens: int, folder: Path) -> Path:
-    """The first `tokens` tokens of the essays (repeated if needed), written once and reused byte for byte."""
+    """At least `tokens` tokens of the essays (repeated if needed), written once and reused byte for byte."""
     path = folder / f"haystack-{tokens}.txt"
-    if path.is_file():
-        return path
     tokenizer = service.model("default").tokenizer
+    if path.is_file() and document_tokens(tokenizer, path) >= tokens:
+        return path
     ids = tokenizer(haystack_text(), add_special_tokens=False)["input_ids"]
-    while len(ids) < tokens:
+    while len(ids) < 2 * tokens:
         ids = ids + ids
     folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(tokenizer.decode(ids[:tokens]), encoding="utf-8")
-    return path
+    take = tokens
+    while True:
+        path.write_text(tokenizer.decode(ids[:take]), encoding="utf-8")
+        if document_tokens(tokenizer, path) >= tokens:
+            return path
+        take += 64
 
 
 def first_token_seconds(service: DocumentService, doc_id: str, question: str) -> float:

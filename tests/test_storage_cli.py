@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from infinipot.app.cli import main
+from infinipot.app.service import DocumentService
 from infinipot.storage.store import DATABASE_NAME, Store
 
 POT = ["--pot-size", "512", "--keep", "256"]  # a few compressions: these tests are about storage
@@ -81,6 +82,8 @@ def test_reader_killed_with_sigkill_resumes_to_the_same_kept_indices(tmp_path, t
     assert reader.returncode == -signal.SIGKILL
     store, pot = only_pot(killed_home)
     assert pot.status == "reading" and store.checkpoints.latest(pot.id).document_tokens >= 600
+    (listed,) = DocumentService(home=killed_home).documents()[0]["pots"]
+    assert listed["status"] == "reading" and listed["reader_running"] is False  # its reader is dead
 
     resumed = cli_process(killed_home, *argv)
     out, err = resumed.communicate()
