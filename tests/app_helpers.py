@@ -1,4 +1,4 @@
-"""Shared pieces of the app tests: a tiny model folder, small documents, a workspace whose reads can be slowed."""
+"""Shared pieces of the app tests: a workspace whose reads can be slowed, a running app, polling."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
-
-from tiny_models import build_model, tiny_tokenizer
 
 from infinipot.app.backend import Backend
 from infinipot.app.jobs import ReadQueue
@@ -21,18 +19,6 @@ QUESTIONS = [
     "What is the passkey?",
     "Summarize line three.",
 ]
-
-
-def make_model_folder(path: Path) -> str:
-    build_model("llama").save_pretrained(path)
-    tiny_tokenizer().save_pretrained(path)
-    return str(path)
-
-
-def write_notes(path: Path, lines: int = 16, tag: str = "") -> Path:
-    text = "\n".join(f"Line {i}{tag}: the quick brown fox jumps over the lazy dog {i * 7}." for i in range(lines))
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def tiny_settings(model_dir: str, pot_size: int = 128, keep_size: int = 48) -> dict:

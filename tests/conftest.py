@@ -15,9 +15,14 @@ def infinipot_home(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A random-weight Llama saved as a Hugging Face folder, loadable with --model."""
-    from tiny_models import build_model, tiny_tokenizer  # transformers loads only for the tests that need it
+    from tiny_models import save_model_folder  # transformers loads only for the tests that need it
 
-    path = tmp_path_factory.mktemp("tiny-llama")
-    build_model("llama").save_pretrained(path)
-    tiny_tokenizer().save_pretrained(path)
-    return str(path)
+    return save_model_folder(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture
+def document(tmp_path):
+    """A 60-line text document for CLI tests."""
+    from tiny_models import write_notes
+
+    return write_notes(tmp_path / "notes.txt", lines=60)

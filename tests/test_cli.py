@@ -7,14 +7,6 @@ import pytest
 from infinipot.app.cli import build_parser, main
 
 
-@pytest.fixture
-def document(tmp_path):
-    path = tmp_path / "notes.txt"
-    sentences = [f"Line {i}: the quick brown fox jumps over the lazy dog {i * 7}." for i in range(60)]
-    path.write_text("\n".join(sentences), encoding="utf-8")
-    return path
-
-
 def run_json(capsys, argv):
     code = main(argv)
     out, err = capsys.readouterr()

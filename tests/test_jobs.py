@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import make_model_folder, make_workspace, tiny_settings, wait_until, write_notes
+from app_helpers import make_workspace, tiny_settings, wait_until
+from tiny_models import save_model_folder, write_notes
 
 from infinipot.app.jobs import MemoryLog
 from infinipot.app.workspace import ReadSettings, safe_file_name
@@ -14,7 +15,7 @@ from infinipot.app.workspace import ReadSettings, safe_file_name
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return make_model_folder(tmp_path_factory.mktemp("tiny-llama"))
+    return save_model_folder(tmp_path_factory.mktemp("tiny-llama"))
 
 
 def rows_by_name(workspace):

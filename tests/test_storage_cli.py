@@ -18,14 +18,6 @@ from infinipot.storage.store import DATABASE_NAME, Store
 POT = ["--pot-size", "512", "--keep", "256"]  # a few compressions: these tests are about storage
 
 
-@pytest.fixture
-def document(tmp_path):
-    path = tmp_path / "notes.txt"
-    sentences = [f"Line {i}: the quick brown fox jumps over the lazy dog {i * 7}." for i in range(60)]
-    path.write_text("\n".join(sentences), encoding="utf-8")
-    return path
-
-
 def run_json(capsys, argv):
     code = main(argv)
     out, err = capsys.readouterr()

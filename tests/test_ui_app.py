@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from app_helpers import make_model_folder, make_workspace, message_text, running_app, tiny_settings, wait_until
-from app_helpers import write_notes as write_notes_file
+from app_helpers import make_workspace, message_text, running_app, tiny_settings, wait_until
+from tiny_models import save_model_folder
+from tiny_models import write_notes as write_notes_file
 
 gradio_client = pytest.importorskip("gradio_client")
 from gradio_client import Client, handle_file  # noqa: E402
@@ -20,7 +21,7 @@ SETTING_ORDER = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "que
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return make_model_folder(tmp_path_factory.mktemp("tiny-llama"))
+    return save_model_folder(tmp_path_factory.mktemp("tiny-llama"))
 
 
 def settings_args(model_dir):

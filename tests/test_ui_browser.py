@@ -9,7 +9,8 @@ import shutil
 import time
 
 import pytest
-from app_helpers import make_model_folder, make_workspace, running_app, write_notes
+from app_helpers import make_workspace, running_app
+from tiny_models import save_model_folder, write_notes
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -82,7 +83,7 @@ def normalized(text: str) -> str:
 
 
 def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
-    model_dir = make_model_folder(tmp_path / "tiny-llama")
+    model_dir = save_model_folder(tmp_path / "tiny-llama")
     notes = write_notes(tmp_path / "notes.txt", lines=8)
     workspace = make_workspace(infinipot_home)
     with running_app(workspace) as url:

@@ -8,13 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from app_helpers import (
     QUESTIONS,
-    make_model_folder,
     make_workspace,
     message_text,
     running_app,
     tiny_settings,
-    write_notes,
 )
+from tiny_models import save_model_folder, write_notes
 
 gradio_client = pytest.importorskip("gradio_client")
 from gradio_client import Client  # noqa: E402
@@ -23,7 +22,7 @@ MAX_NEW_TOKENS = 10
 
 
 def test_five_concurrent_clients_each_get_their_own_answers(tmp_path, infinipot_home):
-    model_dir = make_model_folder(tmp_path / "tiny-llama")
+    model_dir = save_model_folder(tmp_path / "tiny-llama")
     workspace = make_workspace(infinipot_home)
     workspace.add_files([str(write_notes(tmp_path / "notes.txt", lines=10))], tiny_settings(model_dir))
     assert workspace.reads.wait_idle(180)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -116,3 +117,17 @@ def random_ids(count: int, seed: int = 0) -> list[int]:
     """Token ids of ordinary (non-special) tokens."""
     g = torch.Generator().manual_seed(seed)
     return torch.randint(4, len(tiny_tokenizer()), (count,), generator=g).tolist()
+
+
+def save_model_folder(path: Path) -> str:
+    """A random-weight Llama and the tiny tokenizer saved as a Hugging Face folder, loadable with --model."""
+    build_model("llama").save_pretrained(path)
+    tiny_tokenizer().save_pretrained(path)
+    return str(path)
+
+
+def write_notes(path: Path, lines: int = 16, tag: str = "") -> Path:
+    """A small text document of numbered lines (`tag` makes two documents' bytes differ)."""
+    text = "\n".join(f"Line {i}{tag}: the quick brown fox jumps over the lazy dog {i * 7}." for i in range(lines))
+    path.write_text(text, encoding="utf-8")
+    return path
