@@ -70,10 +70,16 @@ class Backend:
     # -- documents ---------------------------------------------------------------------------------
     def documents(self) -> list[dict]:
         """Stored documents with their pots, the app's own files counted in their disk use."""
-        listing = self.service.documents()
-        for doc in listing:
-            doc["disk_bytes"] += sum(_size(p) for p in self._app_files(doc["doc_id"]))
-        return listing
+        return [self._with_app_files(doc) for doc in self.service.documents()]
+
+    def document(self, doc_id: str) -> dict | None:
+        """One stored document in the shape of `documents()`, or None, without listing the others."""
+        doc = self.service.document(doc_id)
+        return None if doc is None else self._with_app_files(doc)
+
+    def _with_app_files(self, doc: dict) -> dict:
+        doc["disk_bytes"] += sum(_size(p) for p in self._app_files(doc["doc_id"]))
+        return doc
 
     def delete(self, doc_id: str) -> dict:
         """Delete a document's rows and stored files (the service), then its token ids and uploaded copy."""
@@ -172,7 +178,7 @@ class Backend:
         return read_window(path, start, end), token_count(path)
 
     def source_path(self, doc_id: str) -> Path | None:
-        entry = next((d for d in self.documents() if d["doc_id"] == doc_id), None)
+        entry = self.service.document(doc_id)
         path = Path(entry["path"]) if entry and entry.get("path") else None
         return path if path is not None and path.is_file() else None
 

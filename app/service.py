@@ -295,24 +295,26 @@ class DocumentService:
     # -- listing and deleting ----------------------------------------------------------------------
     def documents(self) -> list[dict]:
         """Every stored document with its pots and disk use, oldest first."""
-        listing = []
-        for document in self.store.documents.all():
-            pots = [self._pot_entry(pot) for pot in self.store.pots.for_document(document.id)]
-            listing.append(
-                {
-                    "doc_id": document.id,
-                    "name": document.name,
-                    "path": document.path,
-                    "kind": document.kind,
-                    "size_bytes": document.size_bytes,
-                    "pages": document.pages,
-                    "tokens": document.tokens,
-                    "content_hash": document.content_hash,
-                    "disk_bytes": self.store.document_disk_bytes(document),
-                    "pots": pots,
-                }
-            )
-        return listing
+        return [self._document_entry(document) for document in self.store.documents.all()]
+
+    def document(self, doc_id: str) -> dict | None:
+        """One stored document (exact doc_id) in the shape of `documents()`, or None."""
+        document = self.store.documents.get(doc_id)
+        return None if document is None else self._document_entry(document)
+
+    def _document_entry(self, document: DocumentRecord) -> dict:
+        return {
+            "doc_id": document.id,
+            "name": document.name,
+            "path": document.path,
+            "kind": document.kind,
+            "size_bytes": document.size_bytes,
+            "pages": document.pages,
+            "tokens": document.tokens,
+            "content_hash": document.content_hash,
+            "disk_bytes": self.store.document_disk_bytes(document),
+            "pots": [self._pot_entry(pot) for pot in self.store.pots.for_document(document.id)],
+        }
 
     def _pot_entry(self, pot: PotRecord) -> dict:
         return {

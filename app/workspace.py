@@ -230,7 +230,7 @@ class Workspace:
         if job is not None and job.status in (CANCELLED, FAILED):
             self.reads.submit(job.request)
             return f"{job.request.name}: queued again"
-        doc = next((d for d in self.backend.documents() if d["doc_id"] == doc_id), None)
+        doc = self.backend.document(doc_id)
         pot = _latest_pot(doc)
         if pot is None:
             raise ValueError("nothing to resume for this document")
@@ -248,7 +248,7 @@ class Workspace:
         job = self.reads.latest(doc_id)
         if job is not None and job.status in ACTIVE:
             raise ValueError(f"{job.request.name} is being read; cancel the read before deleting it")
-        stored = any(doc["doc_id"] == doc_id for doc in self.backend.documents())
+        stored = self.backend.document(doc_id) is not None
         if not stored and job is None:
             raise ValueError("no such document")
         self.reads.forget(doc_id)
@@ -265,7 +265,7 @@ class Workspace:
         job = self.reads.latest(doc_id)
         if job is not None:
             return job.snapshot()
-        doc = next((d for d in self.backend.documents() if d["doc_id"] == doc_id), None)
+        doc = self.backend.document(doc_id)
         pot = _latest_pot(doc)
         if pot is None:
             return None
