@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from infinipot.core.config import CAP_MODES, PotConfig
+from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.errors import InfiniPotError
 from infinipot.core.scorers import METHODS
 
@@ -18,6 +18,7 @@ def _pot_config(args: argparse.Namespace) -> PotConfig:
         pot_size=args.pot_size,
         keep_size=args.keep if args.keep is not None else args.pot_size // 2,
         nuc_ratio=args.nuc_ratio,
+        nuc_unit=args.nuc_unit,
         method=args.method,
         cap_mode=args.cap,
         question=args.question,
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--window-step", type=int, default=None, help="streaming/h2o: tokens read between evictions (|M|/16)"
     )
     read.add_argument("--nuc-ratio", type=float, default=0.5, help="share of kept slots chosen by novelty")
+    read.add_argument(
+        "--nuc-unit", default="word", choices=NUC_UNITS, help="NuC per word (default) or per token (the paper's)"
+    )
     read.add_argument("--cap", default="general", choices=CAP_MODES, help="catalyst prompt: general or question")
     read.add_argument("--question", default=None, help="the question, for --cap question")
     read.add_argument("--no-cr-rope", action="store_true", help="ablation: keep original positions")

@@ -1,6 +1,7 @@
 """Why a passkey is or is not found: how many of the needle's digit tokens survive per layer and KV head.
 
-    python -m benchmarks.passkey_retention [--length 8000] [--depths 0.1,0.5] [--keep 2048] [--ratio 0.5] [--capq]
+    python -m benchmarks.passkey_retention [--length 8000] [--depths 0.1,0.5] [--keep 2048] [--ratio 0.5]
+        [--nuc-unit word|token] [--capq]
 
 Reads one haystack per depth with the default model, then prints one JSON line per depth: the answer, whether
 the key was found, the share of (layer, head) slots holding each of the key's first five digits, and that
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--keep", type=int, default=2048)
     parser.add_argument("--method", default="infinipot")
     parser.add_argument("--ratio", type=float, default=0.5, help="NuC share alpha")
+    parser.add_argument("--nuc-unit", default="word", choices=("word", "token"), help="NuC per word or per token")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--capq", action="store_true", help="read with the question in the catalyst prompt")
     args = parser.parse_args()
@@ -40,7 +42,12 @@ def main() -> None:
     haystack = haystack_text()
     question_cap = {"cap_mode": "question", "question": QUESTION} if args.capq else {}
     config = PotConfig(
-        pot_size=args.pot_size, keep_size=args.keep, method=args.method, nuc_ratio=args.ratio, **question_cap
+        pot_size=args.pot_size,
+        keep_size=args.keep,
+        method=args.method,
+        nuc_ratio=args.ratio,
+        nuc_unit=args.nuc_unit,
+        **question_cap,
     )
     engine = Engine(loaded, config)
     for depth in (float(d) for d in args.depths.split(",")):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CAP_MODES = ("general", "question")
+NUC_UNITS = ("word", "token")
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,10 @@ class PotConfig:
     keep_size: int = 2048
     # alpha: share of |C| filled by Novelty-under-Compression before CaP fills the rest (paper: 0.5 best).
     nuc_ratio: float = 0.5
+    # What NuC scores: "word" sums the cross-entropy over each word's tokens (core.words: a 5-digit number
+    # written as five digit tokens is one novel unit, not five ordinary ones); "token" is the paper's literal
+    # per-token score. Word is the default on evidence (README, "Passkey retrieval").
+    nuc_unit: str = "word"
     # Scoring strategy, one of core.scorers.METHODS.
     method: str = "infinipot"
     # "general" (CaP-G) or "question" (CaP-Q, needs `question`).
@@ -42,6 +47,8 @@ class PotConfig:
             )
         if not 0.0 <= self.nuc_ratio <= 1.0:
             raise ValueError(f"NuC ratio must be between 0 and 1, got {self.nuc_ratio}")
+        if self.nuc_unit not in NUC_UNITS:
+            raise ValueError(f"NuC unit must be one of {', '.join(NUC_UNITS)}, got {self.nuc_unit!r}")
         if self.cap_mode not in CAP_MODES:
             raise ValueError(f"CaP mode must be one of {', '.join(CAP_MODES)}, got {self.cap_mode!r}")
         if self.cap_mode == "question" and not (self.question and self.question.strip()):
@@ -68,6 +75,7 @@ class PotConfig:
             "pot_size": self.pot_size,
             "keep_size": self.keep_size,
             "nuc_ratio": self.nuc_ratio,
+            "nuc_unit": self.nuc_unit,
             "method": self.method,
             "cap_mode": self.cap_mode,
             "question": self.question if self.cap_mode == "question" else None,

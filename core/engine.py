@@ -19,6 +19,7 @@ from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
 from .reader import ContinualReader
 from .scorers import make_scorer
+from .words import word_start_flags
 
 
 @dataclass
@@ -51,13 +52,23 @@ class Engine:
         self.catalyst_ids = self.request_ids(instruction)
         self.summary_instruction = texts["summary"]
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
+        self._word_starts = None
 
     def request_ids(self, instruction: str) -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
         return encode(self.tokenizer, self.layout.request(instruction))
 
     def new_reader(self, on_step: Callable[[Pot], None] | None = None) -> ContinualReader:
-        return ContinualReader(self.model, self.config, self.catalyst_ids, on_step=on_step)
+        return ContinualReader(
+            self.model, self.config, self.catalyst_ids, on_step=on_step, word_starts=self.word_starts()
+        )
+
+    def word_starts(self) -> torch.Tensor | None:
+        """(V,) bool word starts for NuC per word, built on first use (a pass over the vocabulary, ~0.3 s)."""
+        if self.config.nuc_unit == "word" and self._word_starts is None:
+            vocab = self.model.get_output_embeddings().weight.shape[0]
+            self._word_starts = word_start_flags(self.tokenizer, vocab)
+        return self._word_starts
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
         """Read a whole token stream (without the template opening, which is added here)."""

@@ -1,0 +1,120 @@
+"""What Continual Context Distillation costs over a plain chunked forward, as a ratio measured in one process.
+
+    python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--pot-size 4096] [--nuc-unit word]
+
+Both readers see the same haystack tokens with the same model, in forward pieces of the same length, and the
+plain one trims its cache to the same window; the runs alternate (plain first, then CCD first) so that load
+on a shared machine falls on both alike. Prints one markdown row per run and a JSON summary line: the median
+of the per-run throughput ratios (CCD / plain, 1.0 = free), and the share of CCD's time spent in compressions
+(catalyst pass, selection, CR-RoPE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+
+from infinipot.app.bench.haystack import haystack_ids
+from infinipot.app.bench.speed import plain_chunked_forward
+from infinipot.core.config import PotConfig
+from infinipot.core.engine import Engine
+from infinipot.core.model import ModelSpec, load_model
+from infinipot.core.reader import ContinualReader
+from infinipot.storage.paths import data_home
+
+
+class CompressionTimer:
+    """Adds up the wall time of the reader's compressions while installed."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._original = ContinualReader._compress
+
+    def __enter__(self) -> CompressionTimer:
+        timer = self
+
+        def timed(reader: ContinualReader) -> None:
+            started = time.perf_counter()
+            timer._original(reader)
+            timer.seconds += time.perf_counter() - started
+
+        ContinualReader._compress = timed
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        ContinualReader._compress = self._original
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=8192)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pot-size", type=int, default=4096)
+    parser.add_argument("--nuc-unit", default="word", choices=("word", "token"))
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+
+    loaded = load_model(ModelSpec(device=args.device), data_home())
+    config = PotConfig(pot_size=args.pot_size, keep_size=args.pot_size // 2, nuc_unit=args.nuc_unit)
+    engine = Engine(loaded, config)
+    ids = haystack_ids(loaded.tokenizer, args.tokens)
+    window = config.pot_size - len(engine.catalyst_ids)
+    piece = min(config.pot_size - config.keep_size - len(engine.catalyst_ids), config.forward_tokens)
+    engine.new_reader()  # builds the word table outside the timed runs
+
+    def plain() -> float:
+        started = time.perf_counter()
+        plain_chunked_forward(loaded.model, ids, window, piece)
+        return time.perf_counter() - started
+
+    def ccd() -> tuple[float, float, int]:
+        with CompressionTimer() as timer:
+            started = time.perf_counter()
+            pot = engine.read([ids])
+            seconds = time.perf_counter() - started
+        return seconds, timer.seconds, pot.cycles
+
+    print("| run | plain tok/s | CCD tok/s | CCD / plain | compression share of CCD time | load average |")
+    print("|---|---|---|---|---|---|")
+    ratios, shares, plain_speeds, ccd_speeds = [], [], [], []
+    for run in range(args.runs):
+        if run % 2 == 0:
+            plain_s = plain()
+            ccd_s, compress_s, cycles = ccd()
+        else:
+            ccd_s, compress_s, cycles = ccd()
+            plain_s = plain()
+        ratios.append(plain_s / ccd_s)
+        shares.append(compress_s / ccd_s)
+        plain_speeds.append(len(ids) / plain_s)
+        ccd_speeds.append(len(ids) / ccd_s)
+        print(
+            f"| {run + 1} | {plain_speeds[-1]:.0f} | {ccd_speeds[-1]:.0f} | {ratios[-1]:.3f} | {shares[-1]:.1%} "
+            f"| {os.getloadavg()[0]:.1f} |",
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                "tokens": len(ids),
+                "pot_size": config.pot_size,
+                "cycles": cycles,
+                "runs": args.runs,
+                "median_ratio": round(statistics.median(ratios), 3),
+                "ratios": [round(r, 3) for r in ratios],
+                "median_plain_tokens_per_s": round(statistics.median(plain_speeds), 1),
+                "median_ccd_tokens_per_s": round(statistics.median(ccd_speeds), 1),
+                "median_compression_share": round(statistics.median(shares), 3),
+                "threads": torch.get_num_threads(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Word units for Novelty-under-Compression: which tokens start a word, and NuC summed over each word.
+
+Tokenizers split one unit of information over several tokens: SmolLM2 and Llama-style vocabularies write
+every digit of "71432" as its own token, so each digit costs only ~log(10) nats while the number as a whole
+costs ~11.5. Per-token NuC ranks those digits below ordinary essay words and the number is dropped; summed
+over the word, the number is as novel as it really is, and a word is kept or dropped as a whole.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Byte-level BPE (GPT-2, Llama 3, Qwen, SmolLM) writes a leading space as "Ġ", a newline as "Ċ", a tab as
+# "ĉ"; SentencePiece (Llama 2, Mistral, Gemma) writes a leading space as "▁".
+_SPACE_MARKERS = frozenset("ĠĊĉ▁ \n\t\r")
+
+
+def token_starts_word(token: str | None) -> bool:
+    """Whether a vocabulary entry begins a new word: a space marker, punctuation, or a special token.
+
+    A token that begins with a letter or digit and no space marker continues the word before it.
+    """
+    if not token:
+        return True
+    return token[0] in _SPACE_MARKERS or not token[0].isalnum()
+
+
+def word_start_flags(tokenizer, vocab_size: int) -> torch.Tensor:
+    """(V,) bool: True where token id v starts a word; ids past the tokenizer's vocabulary start one."""
+    flags = torch.ones(vocab_size, dtype=torch.bool)
+    known = min(vocab_size, len(tokenizer))
+    tokens = tokenizer.convert_ids_to_tokens(list(range(known)))
+    flags[:known] = torch.tensor([token_starts_word(token) for token in tokens], dtype=torch.bool)
+    special = [i for i in tokenizer.all_special_ids if i is not None and 0 <= i < vocab_size]
+    flags[special] = True
+    return flags
+
+
+def sum_over_words(scores: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+    """Each token's score replaced by the sum over its word.
+
+    scores: (T,) float; starts: (T,) bool, True where a word begins. The first token always begins one:
+    a word cut by the edge of a forward piece is summed per part (pieces are the same on every read of the
+    same stream, so a resumed or followed read sums exactly as a one-go read does).
+    """
+    starts = starts.clone()
+    starts[0] = True
+    word = torch.cumsum(starts.long(), dim=0) - 1  # (T,) word number of each token
+    totals = torch.zeros(int(word[-1]) + 1, dtype=scores.dtype, device=scores.device)
+    totals.scatter_add_(0, word, scores)  # (W,)
+    return totals[word]

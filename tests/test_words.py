@@ -1,0 +1,75 @@
+"""NuC per word: word starts from the vocabulary, sums over words, and the reader's scores against a plain forward."""
+
+import pytest
+import torch
+from tiny_models import tiny_loaded, tiny_tokenizer
+
+from infinipot.core.config import PotConfig
+from infinipot.core.engine import Engine
+from infinipot.core.words import sum_over_words, token_starts_word, word_start_flags
+
+
+@pytest.mark.parametrize(
+    ("token", "starts"),
+    [("Ġkey", True), ("Ċ", True), ("▁key", True), (".", True), ("<|im_end|>", True), ("", True)]
+    + [("7", False), ("ably", False), ("v", False)],
+)
+def test_a_word_starts_at_a_space_marker_or_punctuation(token, starts):
+    assert token_starts_word(token) is starts
+
+
+def test_sum_over_words_gives_every_token_its_words_total():
+    scores = torch.tensor([1.0, 2.0, 0.5, 0.5, 3.0, 4.0])
+    starts = torch.tensor([False, True, False, False, True, False])  # the first token always starts a word
+    assert torch.equal(sum_over_words(scores, starts), torch.tensor([1.0, 3.0, 3.0, 3.0, 7.0, 7.0]))
+
+
+def test_digits_continue_the_number_they_belong_to():
+    tokenizer = tiny_tokenizer()
+    flags = word_start_flags(tokenizer, len(tokenizer) + 3)
+    ids = tokenizer(" key 12345.", add_special_tokens=False)["input_ids"]
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    digit_positions = [i for i, piece in enumerate(pieces) if piece.lstrip("Ġ").isdigit()]
+    assert digit_positions, pieces
+    marks = flags[ids].tolist()
+    number_start = digit_positions[0] if pieces[digit_positions[0]].startswith("Ġ") else digit_positions[0] - 1
+    assert marks[number_start] is True
+    assert not any(marks[number_start + 1 : digit_positions[-1] + 1])
+    assert marks[-1] is True  # the full stop starts its own unit
+    assert bool(flags[len(tokenizer) :].all())  # ids past the tokenizer start a word
+
+
+def plain_token_cross_entropy(engine: Engine, ids: list[int]) -> torch.Tensor:
+    """-log p(x_t | x_<t) from one ordinary forward over the template opening and the document (T,)."""
+    stream = engine.prefix_ids + ids
+    with torch.no_grad():
+        logits = engine.model(torch.tensor([stream])).logits[0].float()  # (S, V)
+    logprobs = torch.log_softmax(logits, dim=-1)
+    nll = -logprobs[:-1].gather(1, torch.tensor(stream[1:])[:, None])[:, 0]  # (S-1,)
+    return torch.cat([torch.zeros(1), nll])[len(engine.prefix_ids) :]
+
+
+@pytest.mark.parametrize("unit", ["token", "word"])
+def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
+    loaded = tiny_loaded("llama")
+    text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
+    ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
+    # forward pieces of 17 tokens: words cut by a piece edge are summed per part, as the reader documents
+    engine = Engine(loaded, PotConfig(pot_size=512, keep_size=256, forward_tokens=17, nuc_unit=unit))
+    pot = engine.read([ids])
+    assert pot.cycles == 0
+    novelty = pot.novelty[0, 0, len(engine.prefix_ids) :]  # (T,) the same in every layer and head
+    expected = plain_token_cross_entropy(engine, ids)
+    if unit == "word":
+        starts = engine.word_starts()[torch.tensor(ids)].clone()
+        starts |= torch.arange(len(ids)) % 17 == 0  # the opening is read on its own, then pieces of 17
+        expected = sum_over_words(expected, starts)
+        assert not torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
+    assert torch.allclose(novelty, expected, atol=1e-3)
+
+
+def test_word_unit_is_part_of_the_pot_identity_and_validated():
+    assert PotConfig().identity()["nuc_unit"] == "word"
+    assert PotConfig(nuc_unit="token").identity() != PotConfig().identity()
+    with pytest.raises(ValueError, match="NuC unit"):
+        PotConfig(nuc_unit="sentence")
