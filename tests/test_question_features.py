@@ -189,3 +189,26 @@ def test_ask_across_has_help(capsys):
         build_parser().parse_args(["ask-across", "--help"])
     assert exit_info.value.code == 0
     assert "--question" in capsys.readouterr().out
+
+
+# -- bench niah with the question-aware catalyst -------------------------------------------------------
+def test_bench_niah_cap_question_reads_each_trial_with_its_question(capsys, tmp_path, tiny_model_dir, monkeypatch):
+    from infinipot.app.bench import niah as bench_niah
+    from infinipot.app.niah import QUESTION as NIAH_QUESTION
+
+    configs = []
+    real_run_trial = bench_niah.run_trial
+    monkeypatch.setattr(
+        bench_niah, "run_trial", lambda engine, *a: configs.append(engine.config) or real_run_trial(engine, *a)
+    )
+    out = tmp_path / "niah-capq"
+    argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "250", "--depths", "0.5"]
+    argv += ["--trials", "2", "--methods", "infinipot", "--pot-size", "192", "--keep", "96", "--max-new-tokens", "3"]
+    assert main([*argv, "--cap", "question", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert [(c.cap_mode, c.question) for c in configs] == [("question", NIAH_QUESTION)] * 2
+    assert "CaP-Q" in (out / "niah.md").read_text()
+    records = [json.loads(line) for line in (out / "niah.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and all(r["peak_entries"] <= 192 for r in records[1:])
+    capsys.readouterr()
+    # the same folder read with the general catalyst would mix results: refused in one line
+    expect_one_line_error(capsys, [*argv, "--out", str(out)], "other settings")
