@@ -23,6 +23,7 @@ from infinipot.ingest import Progress, TokenLocationMap, file_fingerprint
 from infinipot.ingest.errors import IngestError
 from infinipot.storage.atomic import write_atomically
 
+from .rereading import open_question_pot, question_read_settings, stored_question_pot
 from .service import AskStats, DocumentNotFound, DocumentService, StoredPot
 from .token_cache import read_window, token_count, token_file, write_token_ids
 
@@ -157,6 +158,28 @@ class Backend:
         stored = self.open_pot(doc_id)
         stats = AnswerStats()
         return stored.engine.summarize(stored.pot, max_new_tokens, stats), stats
+
+    def answer_unrecorded(self, doc_id: str, question: str, max_new_tokens: int) -> Iterator[str]:
+        """The general pot's answer for a side-by-side comparison (not added to a conversation)."""
+        stored = self.open_pot(doc_id)
+        return stored.engine.answer(stored.pot, question, max_new_tokens)
+
+    def question_read(self, doc_id: str, question: str) -> tuple[PotConfig, str, bool]:
+        """A question-aware re-read's settings and model (the general pot's, CaP-Q), and whether it is stored."""
+        with self._model_lock:  # may load the model
+            general, config = question_read_settings(self.service, doc_id, question)
+        return config, general.record.model, stored_question_pot(self.service, general, config) is not None
+
+    def answer_question_aware(self, doc_id: str, question: str, max_new_tokens: int) -> Iterator[str]:
+        """The answer from the document's stored CaP-Q pot for `question` (the read queue reads it first)."""
+        with self._model_lock:
+            stored, _ = open_question_pot(self.service, doc_id, question)
+        return stored.engine.answer(stored.pot, question, max_new_tokens)
+
+    def ask_across(self, doc_ids: list[str], question: str, max_new_tokens: int):
+        """(answer pieces, AcrossStats) from the documents' pots merged into one (kept for follow-up questions)."""
+        with self._model_lock:  # the merge loads pots and may load the model
+            return self.service.ask_across(doc_ids, question, max_new_tokens)
 
     def conversations(self, doc_id: str) -> list[dict]:
         return [asdict(c) for c in self.service.store.conversations.for_document(doc_id)]

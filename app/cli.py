@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from infinipot.app.cli_questions import add_ask_across_command, add_reread_option, question_aware_answer, run_ask_across
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.errors import InfiniPotError
 from infinipot.core.scorers import METHODS
@@ -63,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--max-new-tokens", type=int, default=256)
     ask.add_argument("--json", action="store_true")
+    add_reread_option(ask)
+    add_ask_across_command(commands)
 
     summarize = commands.add_parser("summarize", help="summarize a document from its stored pot")
     summarize.add_argument("doc")
@@ -224,6 +227,8 @@ def _run(args: argparse.Namespace) -> int:
             )
         return 0
 
+    if args.command == "ask-across":
+        return run_ask_across(service, args)
     started = time.perf_counter()
     if args.command == "ask":
         pieces, stats, reused = service.ask(args.doc, args.question, args.max_new_tokens)
@@ -247,9 +252,13 @@ def _run(args: argparse.Namespace) -> int:
                 reused_pot=reused,
                 conversation_id=stats.conversation_id,
             )
+        if getattr(args, "reread", False):
+            result["question_aware"] = question_aware_answer(service, args)
         print(json.dumps(result))
     else:
         print()
+        if getattr(args, "reread", False):
+            question_aware_answer(service, args, _progress_printer(True))
     return 0
 
 

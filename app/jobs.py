@@ -41,6 +41,8 @@ class ReadRequest:
     config: PotConfig
     model: str = "default"
     pages: int | None = None
+    # False for a question-aware re-read: the memory view keeps showing the document's general read.
+    keeps_read_log: bool = True
 
 
 class MemoryLog:
@@ -221,7 +223,7 @@ class ReadQueue:
             job.tokens_read = job.report["tokens"]
             job.cycles = job.report["cycles"]
             job.entries = job.report["pot_entries"]
-            if not job.report["reused"]:
+            if not job.report["reused"] and request.keeps_read_log:
                 self.backend.save_read_log(request.doc_id, self._read_log(job))
             job.status = DONE
         except Cancelled:

@@ -18,6 +18,8 @@ from infinipot.storage.paths import data_home
 from infinipot.storage.records import DocumentRecord, PotRecord
 from infinipot.storage.store import Store
 
+from .merged_cache import MergedPotCache
+from .pot_choice import general_candidates, general_pot
 from .potcodec import pot_from_storage
 from .reading import read_document
 
@@ -98,6 +100,7 @@ class DocumentService:
         self.device = device
         self.checkpoint_seconds = checkpoint_seconds
         self._models: dict[str, LoadedModel] = {}
+        self.merged_pots = MergedPotCache()  # pots merged for questions across documents (app.across)
 
     def model(self, name: str) -> LoadedModel:
         if name not in self._models:
@@ -213,7 +216,7 @@ class DocumentService:
                 raise DocumentNotFound(f"no document or file named {doc!r} (see `infinipot read`)")
             report = self.read(doc, default_config or PotConfig())
             document, reused, warnings = self.store.documents.get(report.doc_id), report.reused, report.warnings
-        record = self.store.pots.latest_complete(document.id)
+        record = general_pot(self.store.pots.for_document(document.id))  # never a question's own pot
         if record is None:
             record, reused = self._read_again(document, None, warnings), False
         engine = Engine(self.model(record.model), PotConfig(**record.config))
@@ -230,7 +233,7 @@ class DocumentService:
 
     def _read_again(self, document: DocumentRecord, damaged: PotRecord | None, warnings: list[str]) -> PotRecord:
         """Read a stored document from its file again, with the settings of its damaged or unfinished pot."""
-        candidates = [damaged] if damaged else self.store.pots.for_document(document.id)
+        candidates = [damaged] if damaged else general_candidates(self.store.pots.for_document(document.id))
         source = Path(document.path) if document.path else None
         if not candidates:
             raise DocumentNotFound(f"{document.name} has no pot; read it with `infinipot read`")
@@ -285,6 +288,21 @@ class DocumentService:
             conversation_id, [("user", question, None), ("assistant", "".join(text).strip(), meta)]
         )
         stats.conversation_id = conversation_id
+
+    # -- question-aware re-read and questions across documents -------------------------------------
+    def reread_for_question(
+        self, doc: str, question: str, max_new_tokens: int = 256, on_progress: Callable[[Pot], None] | None = None
+    ) -> tuple[Iterator[str], AskStats, bool]:
+        """Answer from the document's CaP-Q pot for this question: read once per question, then reused."""
+        from .rereading import reread_for_question  # local import: that module builds on this one
+
+        return reread_for_question(self, doc, question, max_new_tokens, on_progress)
+
+    def ask_across(self, docs: list[str], question: str, max_new_tokens: int = 256):
+        """(answer pieces, AcrossStats) from the documents' general pots merged into one (app/across.py)."""
+        from .across import ask_across  # local import: that module builds on this one
+
+        return ask_across(self, docs, question, max_new_tokens)
 
     def summarize(self, doc: str, max_new_tokens: int = 256) -> tuple[Iterator[str], AskStats]:
         started = time.perf_counter()
@@ -342,6 +360,7 @@ class DocumentService:
         document = self._document(doc)
         pots = len(self.store.pots.for_document(document.id))
         freed = self.store.delete_document(document)
+        self.merged_pots.forget_document(document.id)
         return {"deleted": document.id, "name": document.name, "pots": pots, "freed_bytes": freed}
 
 

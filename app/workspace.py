@@ -24,6 +24,8 @@ from . import visualize
 from .backend import Backend
 from .errors import USER_ERRORS, one_line
 from .jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
+from .pot_choice import is_question_aware
+from .question_desk import QuestionDesk
 from .service import DocumentService
 
 log = logging.getLogger(__name__)
@@ -118,6 +120,7 @@ class Workspace:
         self.backend = backend
         self.reads = reads
         self.max_upload_bytes = max_upload_bytes
+        self.questions = QuestionDesk(self)  # re-read for a question, ask across documents
 
     def warm_up_in_background(self, model: str = "default") -> threading.Thread:
         """Load the model while the page opens, so the first question does not wait for it."""
@@ -290,6 +293,10 @@ class Workspace:
         return [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in self.library()]
 
     # -- chat --------------------------------------------------------------------------------------
+    def ready(self, doc_id: str) -> str:
+        """The doc_id of a document that can answer now; ValueError saying why not otherwise."""
+        return self._ready(doc_id)
+
     def _ready(self, doc_id: str) -> str:
         doc_id = _need(doc_id)
         row = next((row for row in self.library() if row["doc_id"] == doc_id), None)
@@ -407,8 +414,9 @@ def _tokens(pieces: list[str], marks: list, key: str) -> list[dict]:
 def _latest_pot(doc: dict | None) -> dict | None:
     if not doc or not doc.get("pots"):
         return None
-    complete = [pot for pot in doc["pots"] if pot["status"] == "complete"]
-    return (complete or doc["pots"])[-1]
+    pots = [pot for pot in doc["pots"] if not is_question_aware(pot["config"])] or doc["pots"]  # as pot_choice
+    complete = [pot for pot in pots if pot["status"] == "complete"]
+    return (complete or pots)[-1]
 
 
 def _job_status(job: dict) -> str:

@@ -59,7 +59,7 @@ def compress_pot(
             **{name: t[layer] for name, t in carried.items()},
         )
         idx, reason = select_entries(
-            scorer.score(evidence), pot.novelty[layer], pot.origin[layer] < sink_tokens, keep, scorer.novelty_share
+            scorer.score(evidence), pot.novelty[layer], pot.sink_mask(layer, sink_tokens), keep, scorer.novelty_share
         )
         kept_idx.append(idx)
         reasons.append(reason)
@@ -96,6 +96,7 @@ def compress_pot(
         cycles=pot.cycles + 1,
         peak_entries=pot.peak_entries,
         last_logprobs=pot.last_logprobs,
+        source=None if pot.source is None else pot.source.gather(2, idx),
     )
 
 

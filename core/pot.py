@@ -23,10 +23,21 @@ class Pot:
     cycles: int  # compressions performed
     peak_entries: int  # most entries per head held at any moment
     last_logprobs: torch.Tensor | None  # (V,) log-probs of the token after the last one read (for NuC)
+    # (L, H_kv, n) int64: which document each entry came from, in a pot merged from several (core.merge);
+    # None for a single document's pot. `origin` then counts tokens in that document's own stream.
+    source: torch.Tensor | None = None
 
     @property
     def entries(self) -> int:
         return int(self.origin.shape[-1])
+
+    def sink_mask(self, layer: int, sink_tokens: int) -> torch.Tensor:
+        """(H_kv, n) bool: the entries of `layer` never evicted, the first `sink_tokens` of the stream.
+
+        In a merged pot only the first document's opening is a sink: the others' were dropped at the merge.
+        """
+        protected = self.origin[layer] < sink_tokens
+        return protected if self.source is None else protected & (self.source[layer] == 0)
 
     @property
     def document_tokens(self) -> int:
@@ -44,6 +55,8 @@ class Pot:
             out[f"values.{i}"] = v
         if self.last_logprobs is not None:
             out["last_logprobs"] = self.last_logprobs
+        if self.source is not None:
+            out["source"] = self.source
         return out
 
     def counters(self) -> dict[str, int]:
@@ -66,6 +79,7 @@ class Pot:
             novelty=tensors["novelty"],
             positions=tensors["positions"],
             last_logprobs=tensors.get("last_logprobs"),
+            source=tensors.get("source"),
             **{name: int(counters[name]) for name in cls._counter_names()},
         )
 

@@ -18,7 +18,7 @@ from infinipot.app.bench.haystack import haystack_ids, passkey_document, passkey
 from infinipot.app.bench.results import ResultLog, length_label, parse_depths, parse_lengths, parse_methods
 from infinipot.app.niah import QUESTION, found_key
 from infinipot.core.capacity import check_full_context
-from infinipot.core.config import PotConfig
+from infinipot.core.config import CAP_MODES, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
 from infinipot.core.scorers import make_scorer
@@ -40,6 +40,8 @@ class NiahSettings:
     max_new_tokens: int = 16  # a 5-digit key and a few words around it
     seed: int = 0
     device: str = "auto"
+    # "question": CaP-Q, each trial's document read with that trial's question in the catalyst prompt.
+    cap: str = "general"
 
     def __post_init__(self) -> None:
         if not self.lengths or not self.depths or not self.methods:
@@ -48,10 +50,13 @@ class NiahSettings:
             raise ValueError(f"trials must be positive, got {self.trials}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max new tokens must be positive, got {self.max_new_tokens}")
+        if self.cap not in CAP_MODES:
+            raise ValueError(f"CaP mode must be one of {', '.join(CAP_MODES)}, got {self.cap!r}")
 
     def pot_config(self, method: str) -> PotConfig:
         keep = self.keep if self.keep is not None else self.pot_size // 2
-        return PotConfig(pot_size=self.pot_size, keep_size=keep, method=method)
+        question = QUESTION if self.cap == "question" else None  # every trial asks this question for its key
+        return PotConfig(pot_size=self.pot_size, keep_size=keep, method=method, cap_mode=self.cap, question=question)
 
     def identity(self) -> dict:
         """What the results depend on besides the cell: a rerun must match it to reuse them."""
@@ -63,6 +68,8 @@ class NiahSettings:
             "max_new_tokens": self.max_new_tokens,
             "seed": self.seed,
             "question": QUESTION,
+            # only when not the default, so folders written before this setting existed still resume
+            **({"cap": self.cap} if self.cap != "general" else {}),
         }
 
 
@@ -141,6 +148,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", type=int, default=None, help="|C| (default |M|/2)")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0, help="changes every key")
+    parser.add_argument(
+        "--cap", default="general", choices=CAP_MODES, help="question: read each trial with its question in the CaP"
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> NiahSettings:
@@ -156,6 +166,7 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
         device=args.device,
+        cap=args.cap,
     )
 
 

@@ -65,7 +65,8 @@ def niah_table(cells: list[dict], settings) -> str:
     depths = "/".join(f"{d:g}" for d in settings.depths)
     lines = [
         f"Passkey retrieval accuracy (%) at depths {depths}; model `{settings.model}`, pot |M| = {settings.pot_size}, "
-        f"{settings.trials} trial(s) per cell.",
+        f"{settings.trials} trial(s) per cell"
+        + (", question-aware catalyst (CaP-Q)." if settings.cap == "question" else "."),
         "",
         "| method | " + " | ".join(length_label(n) for n in settings.lengths) + " |",
         "|---|" + "---|" * len(settings.lengths),

@@ -8,6 +8,7 @@ import gradio as gr
 
 from . import render
 from .handlers import ALL_HEADS, Handlers
+from .questions import QuestionFeatures
 
 INTRO = (
     "# InfiniPot document chat\n"
@@ -20,6 +21,7 @@ class InfiniPotApp:
     def __init__(self, workspace, refresh_seconds: float = 1.0) -> None:
         self.workspace = workspace
         self.handlers = Handlers(workspace)
+        self.questions = QuestionFeatures(workspace)
         self.refresh_seconds = refresh_seconds
         self.c = SimpleNamespace()  # the components, by name
 
@@ -70,6 +72,7 @@ class InfiniPotApp:
                     c.new_chat = gr.Button("New chat")
                     c.summarize = gr.Button("Summarize this file")
                 c.summary = gr.Markdown(label="Summary", elem_id="ip-summary")
+                self.questions.layout(c)
             with gr.Tab("What the model kept"):
                 with gr.Row():
                     c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
@@ -167,7 +170,8 @@ class InfiniPotApp:
             concurrency_id="model",
             concurrency_limit=1,
         )
-        c.stop.click(None, None, None, cancels=[asked, submitted, summarized])
+        question_events = self.questions.wire(c, blocks)
+        c.stop.click(None, None, None, cancels=[asked, submitted, summarized, *question_events])
         c.new_chat.click(h.new_chat, c.doc, [c.chatbot, c.chat, c.history], api_name="new_chat")
         c.history.input(h.open_conversation, [c.history, c.doc], [c.chatbot, c.chat], api_visibility="undocumented")
 
