@@ -6,6 +6,7 @@ import numpy as np
 
 from .blocks import Block
 
+
 class BlockEncoder:
     """Turns a Block into (token ids, tokens per segment); no special tokens are added."""
 
