@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds of reading between checkpoints a crashed read resumes from (default 60)",
     )
     read.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    read.add_argument("--follow", action="store_true", help="keep reading a growing log (Ctrl-C stops)")
+    read.add_argument("--poll-seconds", type=float, default=2.0, help="--follow: seconds between looks (default 2)")
+    read.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N looks
 
     ask = commands.add_parser("ask", help="answer a question from a document's stored pot")
     ask.add_argument("doc", help="a doc_id (or its prefix) or a path (read first if needed)")
@@ -192,6 +195,10 @@ def _run(args: argparse.Namespace) -> int:
     from infinipot.app.service import DocumentService
 
     service = DocumentService(device=args.device, checkpoint_seconds=getattr(args, "checkpoint_seconds", 60.0))
+    if args.command == "read" and args.follow:
+        from infinipot.app.follow_cli import run_follow
+
+        return run_follow(service, args, _pot_config(args), _warn)
     if args.command == "read":
         config = _pot_config(args)
         report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from infinipot.core.engine import Engine
 from infinipot.core.errors import InfiniPotError
 from infinipot.core.pot import Pot
-from infinipot.ingest import Document, IngestError
+from infinipot.ingest import Document, IngestError, TokenLocationMap
+from infinipot.ingest.span import TextSpan
 from infinipot.storage.errors import DamagedFile
 from infinipot.storage.records import PotRecord
 from infinipot.storage.store import Store
@@ -23,6 +24,46 @@ class ReadOutcome:
     record: PotRecord
     resumed_from: int  # document tokens restored from a checkpoint (0: read from the start)
     warnings: list[str]
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """What of the file a read covers and what it continues (default: the whole file, from the start).
+
+    A growing log is read up to its last complete line (`span`), and a file that only grew continues its
+    stored pot (`base`) and location map from where they stopped, never reading the earlier bytes again.
+    """
+
+    span: TextSpan | None = None
+    base: Pot | None = None
+    location_map: TokenLocationMap | None = None
+    end_sha256: str | None = None  # sha256 of the file up to the span's end, hashed before a continuation
+    exact: bool = False  # keep keys and values unrounded, so a later continuation goes on bit for bit
+
+    def __post_init__(self) -> None:
+        continues = self.span is not None and self.span.start_byte > 0
+        if continues != (self.base is not None) or continues != (self.location_map is not None):
+            raise ValueError("a read continues from a stored pot and its map exactly when its span starts mid-file")
+        if continues and (self.span.end_byte is None or self.end_sha256 is None):
+            raise ValueError("a continued read needs the end of its span and the hash of the file up to it")
+
+
+def aligned_chunks(chunks: Iterable[list[int]], already_read: int, size: int) -> Iterator[list[int]]:
+    """Re-cut a continued stream so chunks end at multiples of `size` counted from the document's start.
+
+    A read of the whole file cuts its stream there, so the reader's forward pieces after a continuation
+    fall where they would have fallen in one read.
+    """
+    pending: list[int] = []
+    first = size - already_read % size
+    for ids in chunks:
+        pending.extend(ids)
+        while len(pending) >= first:
+            yield pending[:first]
+            del pending[:first]
+            first = size
+    if pending:
+        yield pending
 
 
 class CheckpointAheadOfDocument(ValueError):
@@ -108,18 +149,23 @@ def read_document(
     record: PotRecord,
     checkpoint_seconds: float,
     on_progress: Callable[[Pot], None] | None = None,
+    scope: ReadScope | None = None,
 ) -> ReadOutcome:
-    """Read (or resume reading) `document` into the claimed pot `record`, and its location map.
+    """Read (or resume reading, or continue after a grown file's stored pot) `document` into the claimed
+    pot `record`, and its location map.
 
     A bad document or impossible settings mark the pot failed (its checkpoints go). Anything else, Ctrl-C
     included, leaves it resumable: the next read continues from the last checkpoint.
     """
+    scope = scope or ReadScope()
     warnings: list[str] = []
     loaded = engine.loaded
     stream_spec = {"chunk_tokens": max(engine.config.forward_tokens, 256)}
     resume_pot, skip, prior_seconds = None, 0, 0.0
-    checkpoint = store.checkpoints.latest(record.id)
-    if checkpoint is not None:
+    checkpoint = store.checkpoints.latest(record.id) if scope.base is None else None
+    if scope.base is not None:
+        resume_pot, skip = scope.base, 0
+    elif checkpoint is not None:
         try:
             tensors = store.load_checkpoint(checkpoint)
             # Same dtype as when saved unless the model now runs in another (a CUDA checkpoint resumed on CPU).
@@ -132,14 +178,21 @@ def read_document(
             store.drop_checkpoints(record.id)
 
     checkpointer = Checkpointer(store, record.id, checkpoint_seconds, stream_spec, prior_seconds, on_progress)
-    stream = document.token_stream(engine.tokenizer, chunk_tokens=stream_spec["chunk_tokens"])
+    chunk_tokens = stream_spec["chunk_tokens"]
+    stream = document.token_stream(
+        engine.tokenizer, chunk_tokens=chunk_tokens, span=scope.span, location_map=scope.location_map
+    )
+    chunks = stream if scope.base is None else aligned_chunks(stream, scope.base.document_tokens, chunk_tokens)
     try:
+        if scope.base is not None:
+            # The continued pot is the pot's only copy now: an interrupted continuation resumes from here.
+            checkpointer.save(scope.base)
         reader = engine.new_reader(on_step=checkpointer.on_step)
         if resume_pot is not None:
             reader.resume(resume_pot)
         else:
             reader.start(engine.prefix_ids)
-        for ids in skip_tokens(stream, skip):
+        for ids in skip_tokens(chunks, skip):
             reader.feed(ids)
         pot = reader.pot
         if pot.document_tokens == 0:
@@ -149,8 +202,14 @@ def read_document(
         map_path.parent.mkdir(parents=True, exist_ok=True)
         stream.location_map.save(map_path)
         tensors = pot.tensors()
+        read_prefix = (stream.end_byte, scope.end_sha256 if scope.base is not None else stream.fingerprint)
         final = store.complete_pot(
-            record.id, tensors, bulk_names(tensors), pot.counters(), pot_summary(pot, checkpointer.read_seconds())
+            record.id,
+            tensors,
+            frozenset() if scope.exact else bulk_names(tensors),
+            pot.counters(),
+            pot_summary(pot, checkpointer.read_seconds()),
+            read_prefix,
         )
     except (IngestError, InfiniPotError, CheckpointAheadOfDocument) as exc:
         store.fail_pot(record.id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -161,4 +220,5 @@ def read_document(
         raise
     store.documents.set_read(record.document_id, pot.document_tokens, store.relative(map_path))
     warnings += list(stream.warnings)
-    return ReadOutcome(pot=pot, record=final, resumed_from=skip, warnings=warnings)
+    resumed_from = scope.base.document_tokens if scope.base is not None else skip
+    return ReadOutcome(pot=pot, record=final, resumed_from=resumed_from, warnings=warnings)

@@ -18,10 +18,11 @@ from infinipot.storage.paths import data_home
 from infinipot.storage.records import DocumentRecord, PotRecord
 from infinipot.storage.store import Store
 
+from .growing import plan_read
 from .merged_cache import MergedPotCache
 from .pot_choice import general_candidates, general_pot
 from .potcodec import pot_from_storage
-from .reading import read_document
+from .reading import ReadOutcome, read_document
 
 # Seconds of reading between two checkpoints: a crash loses at most this much work.
 DEFAULT_CHECKPOINT_SECONDS = 60.0
@@ -114,11 +115,13 @@ class DocumentService:
         config: PotConfig,
         model_name: str = "default",
         on_progress: Callable[[Pot], None] | None = None,
+        follow: bool = False,
     ) -> ReadReport:
         """Read a document into a stored pot, resume an interrupted read, or reuse the stored pot.
 
         The same bytes, model weights and pot settings never read twice; a damaged stored pot is reported
-        in `warnings` and read again.
+        in `warnings` and read again. A text file that only grew continues its stored pot (see app/growing.py);
+        `follow` reads a text file only up to its last complete line.
         """
         started = time.perf_counter()
         path = Path(path)
@@ -126,6 +129,16 @@ class DocumentService:
         fingerprint = file_fingerprint(path)
         engine = Engine(self.model(model_name), config)
         engine.new_reader()  # impossible settings fail here, before anything is recorded
+        plan = plan_read(self.store, path, document, fingerprint, engine, follow)
+        warnings: list[str] = [plan.warning] if plan.warning else []
+        if plan.pot is not None:
+            record = self.store.claim_pot(
+                plan.document.id, model_name, engine.loaded.identity, config.identity(), config.method
+            )
+            outcome = read_document(
+                self.store, engine, document, record, self.checkpoint_seconds, on_progress, plan.scope
+            )
+            return self._read_report(plan.document.id, document.name, outcome, started, warnings)
         doc = self.store.documents.record(
             fingerprint,
             document.name,
@@ -135,20 +148,23 @@ class DocumentService:
             document.kind,
             document.pages,
         )
-        warnings: list[str] = []
         existing = self.store.pots.find(doc.id, engine.loaded.identity, config.identity())
-        if existing is not None and existing.status == "complete":
+        if existing is not None and existing.status == "complete" and plan.may_reuse:
             try:
                 self.store.verify_pot(existing)
                 return self._reused_report(doc, existing, time.perf_counter() - started)
             except DamagedFile as exc:
                 warnings.append(damage_warning(document.name, exc))
         record = self.store.claim_pot(doc.id, model_name, engine.loaded.identity, config.identity(), config.method)
-        outcome = read_document(self.store, engine, document, record, self.checkpoint_seconds, on_progress)
+        outcome = read_document(self.store, engine, document, record, self.checkpoint_seconds, on_progress, plan.scope)
+        return self._read_report(doc.id, document.name, outcome, started, warnings)
+
+    @staticmethod
+    def _read_report(doc_id: str, name: str, outcome: ReadOutcome, started: float, warnings: list[str]) -> ReadReport:
         pot = outcome.pot
         return ReadReport(
-            doc_id=doc.id,
-            name=document.name,
+            doc_id=doc_id,
+            name=name,
             tokens=pot.document_tokens,
             cycles=pot.cycles,
             pot_entries=pot.entries,

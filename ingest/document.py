@@ -11,8 +11,10 @@ from .blocks import Block
 from .detect import Detection, detect
 from .errors import IngestError
 from .location import Segment
+from .locmap import TokenLocationMap
 from .rawbytes import describe_os_error
 from .readers.base import ReadContext, Reader, Source
+from .span import TextSpan
 from .tokenstream import Progress, TokenStream
 
 
@@ -23,7 +25,7 @@ class _Pass(ReadContext):
 
     def finish(self) -> str | None:
         fingerprint = self.raw.finish()
-        if self.raw.grew:
+        if self.raw.grew and self.span.end_byte is None:  # a span stops short of the file's end on purpose
             self.warn(f"the file grew while it was being read; only its first {self.raw.bytes_done:,} bytes were used")
         return fingerprint
 
@@ -110,9 +112,26 @@ class Document:
     def __repr__(self) -> str:
         return f"<Document {self.name!r} kind={self.kind} size={self.size_bytes:,} pages={self.pages}>"
 
+    @property
+    def can_grow(self) -> bool:
+        """Whether the file can be read in spans as it grows: uncompressed text whose newline is the byte 0x0A.
+
+        UTF-8 and the 8-bit encodings qualify; UTF-16 text, CR-only line ends, compressed files and the
+        paged formats do not (a new byte there can change what the earlier bytes mean).
+        """
+        detection = self._detection
+        if self.kind != "text" or detection.compression is not None or detection.newline != "\n":
+            return False
+        try:
+            return "\n".encode(detection.encoding) == b"\n"
+        except (LookupError, TypeError):
+            return False
+
     @contextmanager
-    def _pass(self, *, hashing: bool) -> Iterator[_Pass]:
-        context = _Pass(self._source, hashing=hashing)
+    def _pass(self, *, hashing: bool, span: TextSpan | None = None) -> Iterator[_Pass]:
+        if span is not None and not self.can_grow:
+            raise ValueError(f"'{self.name}' is not uncompressed 8-bit or UTF-8 text, so it cannot be read in spans")
+        context = _Pass(self._source, hashing=hashing, span=span)
         context.blocks = self._reader.blocks(context)
         try:
             yield context
@@ -129,10 +148,20 @@ class Document:
             context.finish()
 
     def token_stream(
-        self, tokenizer, chunk_tokens: int = 2048, progress: Callable[[Progress], object] | None = None
+        self,
+        tokenizer,
+        chunk_tokens: int = 2048,
+        progress: Callable[[Progress], object] | None = None,
+        span: TextSpan | None = None,
+        location_map: TokenLocationMap | None = None,
     ) -> TokenStream:
-        """Tokenize the document in a single streaming pass; see TokenStream."""
-        return TokenStream(self, tokenizer, chunk_tokens=chunk_tokens, progress=progress)
+        """Tokenize the document (or the `span` of a growing text file) in a single streaming pass.
+
+        With `location_map` (the stored map of the bytes before the span) the stream extends that map.
+        """
+        return TokenStream(
+            self, tokenizer, chunk_tokens=chunk_tokens, progress=progress, span=span, location_map=location_map
+        )
 
     def _no_text_message(self) -> str:
         if self.kind == "pdf":

@@ -42,6 +42,7 @@ class TokenLocationMap:
         self._last_line = 0
         self._last_page: int | None = None
         self._last_offset = 0
+        self._chars_end: int | None = 0  # characters mapped; None for maps saved before it was recorded
         self._compiled: tuple | None = None
         self.fingerprint: str | None = None
         self.complete = False
@@ -75,7 +76,41 @@ class TokenLocationMap:
         self._last_line = int(lines[-1])
         self._last_page = block.page
         self._last_offset = int(offsets[-1])
+        self._chars_end = block.char_offset + len(block.text)
         self._compiled = None
+
+    def reopen(self) -> None:
+        """Make a complete (saved or loaded) map extensible again: a grown log's new lines are added to it."""
+        if not self.complete:
+            return
+        if self._chars_end is None:
+            raise IngestError("the location map was saved by an older version and cannot be extended")
+        if self._runs:
+            last = self._runs - 1
+            self._last_offset = self._run_offset(last)
+            self._last_line = self.next_line - 1
+            self._last_page = int(self._page_value[-1]) or None
+        self.fingerprint = None
+        self.complete = False
+
+    def _run_offset(self, run: int) -> int:
+        _, chars, _, checkpoint_chars, *_ = self._compile()
+        checkpoint = run // _CHECKPOINT
+        first = checkpoint * _CHECKPOINT
+        return int(checkpoint_chars[checkpoint]) + int(chars[first + 1 : run + 1].sum(dtype=np.int64))
+
+    @property
+    def next_line(self) -> int:
+        """The line number after the last one mapped (where a continued read of a grown log starts)."""
+        if not self._runs:
+            return 1
+        # lines go up by one per run after the last listed exception (a loaded map keeps no _last_line)
+        return int(self._line_value[-1]) + self._runs - 1 - int(self._line_at[-1]) + 1
+
+    @property
+    def chars_end(self) -> int | None:
+        """Characters of text mapped (the offset where a continued read starts); None for old maps."""
+        return self._chars_end
 
     def finish(self, fingerprint: str | None) -> None:
         """Mark the map complete; only complete maps can be saved."""
@@ -135,10 +170,8 @@ class TokenLocationMap:
     def location(self, token_index: int) -> Location:
         """Where the token at ``token_index`` came from (the start of its segment)."""
         run = self._run_of(token_index)
-        _, chars, _, checkpoint_chars, line_at, line_value, page_at, page_value = self._compile()
-        checkpoint = run // _CHECKPOINT
-        first = checkpoint * _CHECKPOINT
-        offset = int(checkpoint_chars[checkpoint]) + int(chars[first + 1 : run + 1].sum(dtype=np.int64))
+        *_, line_at, line_value, page_at, page_value = self._compile()
+        offset = self._run_offset(run)
         exception = int(np.searchsorted(line_at, run, side="right")) - 1
         line = int(line_value[exception]) + run - int(line_at[exception])
         return Location(self._page(run, page_at, page_value), line, offset)
@@ -180,6 +213,7 @@ class TokenLocationMap:
             "line_value": np.asarray(self._line_value, np.int64),
             "page_at": np.asarray(self._page_at, np.int64),
             "page_value": np.asarray(self._page_value, np.int64),
+            "chars_end": np.array([-1 if self._chars_end is None else self._chars_end], dtype=np.int64),
         }
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
         try:
@@ -199,6 +233,7 @@ class TokenLocationMap:
         try:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {key: data[key] for key in ("version", "fingerprint", *_ARRAYS)}
+                chars_end = int(data["chars_end"][0]) if "chars_end" in data.files else -1
         except FileNotFoundError:
             raise IngestError(f"the location map '{path.name}' was not found") from None
         except Exception:
@@ -227,6 +262,7 @@ class TokenLocationMap:
         if not valid:
             raise broken
         self._runs, self._tokens = runs, tokens
+        self._chars_end = chars_end if chars_end >= 0 else None
         self.fingerprint = fingerprint or None
         self.complete = True
         return self

@@ -41,17 +41,19 @@ class RawReader:
     over the pass and ``bytes_done`` doubles as progress.
 
     ``size`` is the size seen when the document was opened: a log that is still being
-    written is read as the snapshot it was then.
+    written is read as the snapshot it was then. ``start`` skips bytes an earlier read of a
+    growing log already covered (the hash then covers only the bytes read here).
     """
 
-    def __init__(self, path: Path, size: int, name: str, *, hashing: bool = True) -> None:
+    def __init__(self, path: Path, size: int, name: str, *, hashing: bool = True, start: int = 0) -> None:
         self._name = name
         self._size = size
         self._hash = hashlib.sha256() if hashing else None
-        self.bytes_done = 0
+        self.bytes_done = start
         self.grew = False
         try:
             self._handle = open(path, "rb")
+            self._handle.seek(start)
         except OSError as exc:
             raise IngestError(describe_os_error(name, exc)) from None
 

@@ -6,10 +6,6 @@ import numpy as np
 
 from .blocks import Block
 
-# Hugging Face tokenizers slow down on long inputs, and a batch of many short
-# inputs spreads over all cores; about 2 KB per input measured fastest.
-SUB_BLOCK_CHARS = 2048
-
 
 class BlockEncoder:
     """Turns a Block into (token ids, tokens per segment); no special tokens are added."""
@@ -40,8 +36,14 @@ def make_encoder(tokenizer) -> BlockEncoder:
 
 
 class FastEncoder(BlockEncoder):
-    """Rust ``tokenizers`` backend: the block is encoded in ~2 KB batches cut at segment
-    boundaries, and segment token counts come from the encodings' character alignment.
+    """Rust ``tokenizers`` backend: every segment (a line, or a piece of a very long line) is encoded on its
+    own, all of a block's segments in one batch.
+
+    Encoding each line alone makes a document's tokens depend only on its lines, not on where blocks or
+    batches happen to be cut: lines appended to a log get exactly the tokens a read of the whole file gives
+    them, so a stored pot can continue with them. The price is whitespace at line boundaries: a blank line,
+    or an indentation after a newline, is not merged with that newline into one token as tokenizing the
+    whole text at once may do.
     """
 
     def __init__(self, backend) -> None:
@@ -56,49 +58,14 @@ class FastEncoder(BlockEncoder):
         self._tokenizer.encode_special_tokens = True
 
     def encode(self, block: Block) -> tuple[list[int], np.ndarray]:
-        text = block.text
-        starts = np.frombuffer(block.starts, dtype=np.int64)
-        count = len(starts)
-        cuts = [0]
-        if len(text) > SUB_BLOCK_CHARS:
-            wanted = np.searchsorted(starts, np.arange(SUB_BLOCK_CHARS, len(text), SUB_BLOCK_CHARS))
-            cuts += [int(i) for i in np.unique(wanted) if 0 < i < count]
-        cuts.append(count)
-        char_bounds = [int(starts[i]) for i in cuts[:-1]] + [len(text)]
-        pieces = [text[a:b] for a, b in zip(char_bounds, char_bounds[1:], strict=False)]
+        pieces = [segment.text for segment in block.segments()]
         encodings = self._tokenizer.encode_batch(pieces, add_special_tokens=False)
         ids: list[int] = []
-        first_token = np.empty(count, dtype=np.int64)
+        counts = np.empty(len(pieces), dtype=np.int64)
         for index, encoding in enumerate(encodings):
-            low, high = cuts[index], cuts[index + 1]
-            positions = (starts[low:high] - char_bounds[index]).tolist()
-            first_token[low:high] = len(ids) + _first_tokens(encoding, positions)
+            counts[index] = len(encoding.ids)
             ids.extend(encoding.ids)
-        return ids, np.diff(first_token, append=len(ids))
-
-
-def _first_tokens(encoding, positions: list[int]) -> np.ndarray:
-    """Index of the first token starting at or after each position (positions ascending, first is 0)."""
-    firsts = []
-    char_to_token, token_to_chars = encoding.char_to_token, encoding.token_to_chars
-    for position in positions:
-        token = char_to_token(position)
-        if token is None:
-            # The character belongs to no token (e.g. whitespace a normalizer removed).
-            return _first_tokens_by_offsets(encoding, positions)
-        if token_to_chars(token)[0] < position:
-            token += 1  # a token that started in the previous segment stays there
-        firsts.append(token)
-    result = np.maximum.accumulate(np.asarray(firsts, dtype=np.int64))
-    result[0] = 0  # tokens before the first character (e.g. a prefix marker) belong to the first segment
-    return result
-
-
-def _first_tokens_by_offsets(encoding, positions: list[int]) -> np.ndarray:
-    token_starts = np.fromiter((offset[0] for offset in encoding.offsets), dtype=np.int64, count=len(encoding))
-    result = np.searchsorted(np.maximum.accumulate(token_starts), positions, side="left").astype(np.int64)
-    result[0] = 0
-    return result
+        return ids, counts
 
 
 class PerSegmentEncoder(BlockEncoder):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from .errors import IngestError
 from .locmap import TokenLocationMap
+from .span import TextSpan
 from .tokenizer import make_encoder
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ class TokenStream:
     of the file's bytes and ``warnings`` lists what the reader had to skip or repair.
     Memory stays bounded by the block size whatever the size of the document.
     An exception raised by the progress callback stops the stream (a way to cancel).
+
+    With a `span` only those bytes of a growing text file are read; ``fingerprint`` is then the SHA-256
+    of the bytes read, and the given `location_map` (of the bytes before the span) is extended.
     """
 
     def __init__(
@@ -49,19 +53,27 @@ class TokenStream:
         tokenizer,
         chunk_tokens: int = 2048,
         progress: Callable[[Progress], object] | None = None,
+        span: TextSpan | None = None,
+        location_map: TokenLocationMap | None = None,
     ) -> None:
         if not isinstance(chunk_tokens, int) or isinstance(chunk_tokens, bool) or chunk_tokens < 1:
             raise ValueError(f"chunk_tokens must be a positive integer, not {chunk_tokens!r}")
+        if location_map is not None and (span is None or span.start_byte == 0):
+            raise ValueError("only a span that continues an earlier read extends a location map")
         self._document = document
         self._encoder = make_encoder(tokenizer)
         self._chunk_tokens = chunk_tokens
         self._progress = progress
         self._started = False
-        self.location_map = TokenLocationMap()
+        self._span = span
+        if location_map is not None:
+            location_map.reopen()
+        self.location_map = location_map if location_map is not None else TokenLocationMap()
         self.fingerprint: str | None = None
         self.warnings: list[str] = []
         self.tokens_done = 0
         self.bytes_done = 0
+        self.end_byte: int | None = None  # once complete: the byte offset where reading stopped
         self.complete = False
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -87,7 +99,7 @@ class TokenStream:
         pending: list[int] = []
         has_text = False
         self._report()
-        with self._document._pass(hashing=True) as ctx:
+        with self._document._pass(hashing=True, span=self._span) as ctx:
             for block in ctx.blocks:
                 ids, counts = self._encoder.encode(block)
                 self.location_map.add_block(block, counts)
@@ -103,11 +115,14 @@ class TokenStream:
                 self._report()
             self.fingerprint = ctx.finish()
             self.warnings = ctx.warnings
-        if not has_text:
+        continues = self._span is not None and self._span.start_byte > 0
+        if not has_text and not continues:  # appended blank lines are fine; a document of blanks is not
             raise IngestError(self._document._no_text_message())
         if pending:
             yield pending
+        self.end_byte = ctx.raw.bytes_done
         self.bytes_done = self._document.size_bytes
-        self.location_map.finish(self.fingerprint)
+        # A continued map covers bytes this stream did not hash, so it has no fingerprint of its own.
+        self.location_map.finish(None if continues else self.fingerprint)
         self.complete = True
         self._report(done=True)

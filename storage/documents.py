@@ -49,9 +49,10 @@ class Documents:
         pages: int | None,
     ) -> DocumentRecord:
         """Insert the document, or refresh where it was seen last (same content under a new name or path)."""
-        doc_id = content_hash[:DOC_ID_LENGTH]
         stamp = now()
         with write_transaction(self.db):
+            known = self.by_hash(content_hash)
+            doc_id = known.id if known else self._free_id(content_hash)
             self.db.execute(
                 """
                 INSERT INTO documents (id, content_hash, name, path, size_bytes, mtime_ns, kind, pages,
@@ -64,6 +65,30 @@ class Documents:
                 [doc_id, content_hash, name, path, size_bytes, mtime_ns, kind, pages, stamp, stamp],
             )
         return self.get(doc_id)
+
+    def _free_id(self, content_hash: str) -> str:
+        """The shortest prefix of the hash (16 digits or more) that no other document uses.
+
+        A grown log keeps the id of the content it was first read with, so a copy of that earlier content
+        needs a longer prefix of its own hash.
+        """
+        for length in range(DOC_ID_LENGTH, len(content_hash) + 1):
+            if self.get(content_hash[:length]) is None:
+                return content_hash[:length]
+        raise ValueError(f"no free document id for content {content_hash}")
+
+    def last_read_from(self, path: str) -> DocumentRecord | None:
+        """The document most recently read from `path` (whatever the file holds now)."""
+        rows = list(self.db["documents"].rows_where("path = ?", [path], order_by="updated_at DESC, id", limit=1))
+        return DocumentRecord.from_row(rows[0]) if rows else None
+
+    def grew(self, doc_id: str, content_hash: str, size_bytes: int, mtime_ns: int | None) -> None:
+        """The document's file grew at the end: it keeps its id, pots and conversations, with the new content."""
+        with write_transaction(self.db):
+            self.db.execute(
+                "UPDATE documents SET content_hash = ?, size_bytes = ?, mtime_ns = ?, updated_at = ? WHERE id = ?",
+                [content_hash, size_bytes, mtime_ns, now(), doc_id],
+            )
 
     def set_read(self, doc_id: str, tokens: int, location_map: str | None) -> None:
         with write_transaction(self.db):

@@ -100,6 +100,20 @@ def m0002(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0003_pot_read_prefix")
+def m0003(db: Database) -> None:
+    # Growing logs: what of the file a pot has read, so a file that only grew continues the pot. A grown
+    # document keeps its id (the hash prefix of the content it was first read with) while its content_hash
+    # follows the file. (Numbered after 0002; renumber at merge if another branch adds a 0003.)
+    _run_script(
+        db,
+        """
+        ALTER TABLE pots ADD COLUMN read_bytes INTEGER;     -- bytes of the file read into the pot
+        ALTER TABLE pots ADD COLUMN prefix_sha256 TEXT;     -- sha256 of those bytes
+        """,
+    )
+
+
 def _run_script(db: Database, script: str) -> None:
     """Run statements one by one: sqlite3's executescript would COMMIT first and break the migration's transaction."""
     statement = ""

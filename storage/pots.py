@@ -112,12 +112,21 @@ class Pots:
             return self.get(existing.id), unused
 
     def complete(
-        self, pot_id: int, tensor_file: str, checksum: str, nbytes: int, counters: dict, summary: dict
+        self,
+        pot_id: int,
+        tensor_file: str,
+        checksum: str,
+        nbytes: int,
+        counters: dict,
+        summary: dict,
+        read_prefix: tuple[int, str] | None = None,
     ) -> list[str]:
         """Record the finished pot and drop its checkpoints in one transaction; returns the files to delete.
 
-        summary: tokens_read, cycles, entries, peak_entries, read_seconds.
+        summary: tokens_read, cycles, entries, peak_entries, read_seconds. read_prefix: the bytes of the
+        file that were read and their sha256.
         """
+        read_bytes, prefix_sha256 = read_prefix or (None, None)
         with write_transaction(self.db):
             unused = self._drop_checkpoints(pot_id)
             stamp = now()
@@ -125,7 +134,8 @@ class Pots:
                 """
                 UPDATE pots SET status = 'complete', error = NULL, tensor_file = ?, tensor_checksum = ?,
                     tensor_bytes = ?, counters = ?, tokens_read = ?, cycles = ?, entries = ?, peak_entries = ?,
-                    read_seconds = ?, reader_pid = NULL, reader_started = NULL, updated_at = ?, completed_at = ?
+                    read_seconds = ?, reader_pid = NULL, reader_started = NULL, updated_at = ?, completed_at = ?,
+                    read_bytes = ?, prefix_sha256 = ?
                 WHERE id = ?
                 """,
                 [
@@ -140,6 +150,8 @@ class Pots:
                     summary["read_seconds"],
                     stamp,
                     stamp,
+                    read_bytes,
+                    prefix_sha256,
                     pot_id,
                 ],
             )

@@ -37,8 +37,9 @@ class DocumentRecord:
     updated_at: str
 
     def __post_init__(self) -> None:
-        if not self.content_hash.startswith(self.id):
-            raise ValueError(f"document id {self.id!r} is not a prefix of its content hash")
+        # The id is a prefix of the hash of the content first read; a log that grew keeps it.
+        if len(self.id) < 16 or not all(c in "0123456789abcdef" for c in self.id):
+            raise ValueError(f"document id {self.id!r} is not 16 or more hex digits")
         if self.size_bytes < 0:
             raise ValueError(f"size must not be negative, got {self.size_bytes}")
 
@@ -72,12 +73,16 @@ class PotRecord:
     created_at: str
     updated_at: str
     completed_at: str | None
+    read_bytes: int | None  # bytes of the file read into the pot (None: read before this was recorded)
+    prefix_sha256: str | None  # sha256 of those bytes: a file that only grew keeps them
 
     def __post_init__(self) -> None:
         if self.status not in POT_STATUSES:
             raise ValueError(f"pot status must be one of {', '.join(POT_STATUSES)}, got {self.status!r}")
         if self.status == "complete" and not (self.tensor_file and self.tensor_checksum and self.tensor_bytes):
             raise ValueError(f"complete pot {self.id} has no tensor file")
+        if (self.read_bytes is None) != (self.prefix_sha256 is None):
+            raise ValueError(f"pot {self.id} records read bytes and their hash together, or neither")
 
     @classmethod
     def from_row(cls, row: dict) -> PotRecord:

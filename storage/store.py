@@ -129,10 +129,11 @@ class Store:
         halve: frozenset[str],
         counters: dict,
         summary: dict,
+        read_prefix: tuple[int, str] | None = None,
     ) -> PotRecord:
         written = write_tensor_file(self._new_tensor_path(pot_id, "pot"), tensors, halve, meta={"counters": counters})
         unused = self.pots.complete(
-            pot_id, self.relative(written.path), written.checksum, written.nbytes, counters, summary
+            pot_id, self.relative(written.path), written.checksum, written.nbytes, counters, summary, read_prefix
         )
         self._unlink(unused)
         return self.pots.get(pot_id)

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from ..blocks import Block
 from ..rawbytes import RawReader
+from ..span import TextSpan
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,10 +23,12 @@ class Source:
 
 
 class ReadContext:
-    """One pass over a document: the raw byte reader (position and fingerprint) and warnings."""
+    """One pass over a document: the raw byte reader (position and fingerprint), the span read, and warnings."""
 
-    def __init__(self, source: Source, *, hashing: bool = True) -> None:
-        self.raw = RawReader(source.path, source.size_bytes, source.name, hashing=hashing)
+    def __init__(self, source: Source, *, hashing: bool = True, span: TextSpan | None = None) -> None:
+        self.span = span or TextSpan()
+        end = source.size_bytes if self.span.end_byte is None else min(self.span.end_byte, source.size_bytes)
+        self.raw = RawReader(source.path, end, source.name, hashing=hashing, start=self.span.start_byte)
         self.warnings: list[str] = []
 
     def warn(self, message: str) -> None:

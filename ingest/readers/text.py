@@ -34,8 +34,10 @@ class TextReader(Reader):
         self.compression = compression
         self.subtype = subtype
 
-    def _decoder(self) -> TextDecoder:
-        return TextDecoder(self.encoding, newline=self.newline, strip_ansi=True)
+    def _decoder(self, mid_file: bool) -> TextDecoder:
+        # A span that starts inside the file must not look for the byte order mark the file starts with.
+        encoding = "utf-8" if mid_file and self.encoding == "utf-8-sig" else self.encoding
+        return TextDecoder(encoding, newline=self.newline, strip_ansi=True)
 
     def _chunks(self, ctx: ReadContext) -> Iterator[bytes]:
         """Raw (decompressed) bytes of the file in chunks."""
@@ -52,9 +54,10 @@ class TextReader(Reader):
             raise damaged_compressed(self.name, self.compression) from None
 
     def blocks(self, ctx: ReadContext) -> Iterator[Block]:
-        decoder = self._decoder()
+        decoder = self._decoder(mid_file=ctx.span.start_byte > 0)
         builder = BlockBuilder()
-        line = 1
+        builder.char_offset = ctx.span.char_offset
+        line = ctx.span.first_line
         tail = ""  # the current, unfinished line
         for data in self._chunks(ctx):
             text = tail + decoder.decode(data)
