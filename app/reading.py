@@ -194,7 +194,7 @@ def read_document(
             reader.start(engine.prefix_ids)
         for ids in skip_tokens(chunks, skip):
             reader.feed(ids)
-        pot = reader.pot
+        pot = reader.finish()  # truncation reads its held-back end here
         if pot.document_tokens == 0:
             raise IngestError(f"{document.name} contains no text to read")
         # The map file first, then the row that completes the pot: no committed row ever lacks its files.

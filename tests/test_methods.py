@@ -230,3 +230,19 @@ def test_window_step_leaving_nothing_to_keep_is_a_clear_error():
     engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=64, keep_size=16, window_step=40, method="streaming"))
     with pytest.raises(PotTooSmallError, match="window step"):
         engine.new_reader()
+
+
+def test_truncate_through_the_service_reads_the_documents_end(tiny_model_dir, document, infinipot_home):
+    from infinipot.app.service import DocumentService
+
+    service = DocumentService(home=infinipot_home, device="cpu")
+    whole = service.read(document, PotConfig(pot_size=96, keep_size=48), model_name=tiny_model_dir)
+    config = PotConfig(pot_size=96, keep_size=48, method="truncate")
+    service.read(document, config, model_name=tiny_model_dir)
+    stored, _ = service.open_pot(whole.doc_id)
+    pot = stored.pot
+    assert stored.record.method == "truncate"
+    assert whole.tokens > config.pot_size  # a document the head alone cannot hold
+    assert pot.document_tokens == whole.tokens
+    assert int(pot.origin.max()) == pot.prefix_len + whole.tokens - 1  # the document's last token is in the pot
+    assert pot.entries <= config.pot_size
