@@ -242,10 +242,13 @@ def _run(args: argparse.Namespace) -> int:
                 ttft_seconds=round(first if first is not None else seconds, 3),
                 reused_pot=reused,
                 conversation_id=stats.conversation_id,
+                citations=stats.citations,
             )
         print(json.dumps(result))
     else:
         print()
+        if args.command == "ask" and stats.citations:
+            print("sources: " + ", ".join(f"{c['label']} ({100 * c['score']:.0f}%)" for c in stats.citations))
     return 0
 
 
