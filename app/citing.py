@@ -114,8 +114,8 @@ def cite_answer(
     """The places an answer drew on, from its attention over the pot it was generated from.
 
     `pot` must be the pot the answer was generated from (the stored one, or the copy distilled to make
-    room for the request). No citations (an empty list) when the answer is empty or the document's location
-    map is missing: citing never fails an answer that was already given.
+    room for the request). No citations (an empty list) when the answer is empty, and none rather than an
+    error when the document's location map is missing or damaged.
     """
     config = config or CitingConfig()
     if not answer_ids:

@@ -218,3 +218,19 @@ def test_ask_json_citations_name_lines_of_a_text_document(capsys, tiny_model_dir
     citations = answer["citations"]
     assert citations and all(c["page"] is None and 1 <= c["line"] <= 60 for c in citations)
     assert all(c["label"] == f"line {c['line']}" for c in citations)
+
+
+def test_an_answer_that_needed_a_distilled_copy_still_cites_the_needle_page(
+    tmp_path, infinipot_home, attending_model_dir
+):
+    from infinipot.app.service import DocumentService
+
+    pages = plant_needle(filler_pages(FILLER, pages=6, words_per_page=30), 4, "The passkey is 12345.")
+    pdf = write_pdf(tmp_path / "needle.pdf", pages)
+    service = DocumentService(infinipot_home, device="cpu")
+    service.read(pdf, PotConfig(pot_size=128, keep_size=48), attending_model_dir)
+    pieces, stats, _ = service.ask(str(pdf), "What is the passkey?", max_new_tokens=40)
+    assert "".join(pieces)
+    assert stats.compressed_for_answer  # 40 answer tokens did not fit beside the stored pot
+    assert stats.citations[0]["page"] == 4 and stats.citations[0]["score"] > 0.9
+    assert stats.answer_pot is None  # the copy is not kept alive once cited
