@@ -258,12 +258,15 @@ def _run(args: argparse.Namespace) -> int:
                 ttft_seconds=round(first if first is not None else seconds, 3),
                 reused_pot=reused,
                 conversation_id=stats.conversation_id,
+                citations=stats.citations,
             )
         if getattr(args, "reread", False):
             result["question_aware"] = question_aware_answer(service, args)
         print(json.dumps(result))
     else:
         print()
+        if args.command == "ask" and stats.citations:
+            print("sources: " + ", ".join(f"{c['label']} ({100 * c['score']:.0f}%)" for c in stats.citations))
         if getattr(args, "reread", False):
             question_aware_answer(service, args, _progress_printer(True))
     return 0

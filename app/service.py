@@ -18,6 +18,7 @@ from infinipot.storage.paths import data_home
 from infinipot.storage.records import DocumentRecord, PotRecord
 from infinipot.storage.store import Store
 
+from .citing import cite_answer
 from .growing import plan_read
 from .merged_cache import MergedPotCache
 from .pot_choice import general_candidates, general_pot
@@ -68,6 +69,7 @@ class AskStats(AnswerStats):
     load_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     conversation_id: int | None = None
+    citations: list[dict] = field(default_factory=list)  # app.citing.Citation.as_json(), best first
 
     @property
     def first_token_seconds(self) -> float | None:
@@ -292,6 +294,7 @@ class DocumentService:
         for piece in pieces:
             text.append(piece)
             yield piece
+        stats.citations = self.citations(stored, question, stats)
         if conversation_id is None:
             conversation_id = self.store.conversations.create(stored.doc_id, stored.record.id, question[:80]).id
         meta = {
@@ -299,6 +302,7 @@ class DocumentService:
             "ttft_seconds": stats.first_token_seconds,
             "seconds": stats.seconds,
             "new_tokens": stats.new_tokens,
+            "citations": stats.citations,
         }
         self.store.conversations.append_many(
             conversation_id, [("user", question, None), ("assistant", "".join(text).strip(), meta)]
@@ -319,6 +323,23 @@ class DocumentService:
         from .across import ask_across  # local import: that module builds on this one
 
         return ask_across(self, docs, question, max_new_tokens)
+
+    def citations(self, stored: StoredPot, question: str, stats: AnswerStats) -> list[dict]:
+        """The pages or lines a complete answer drew on (app.citing), best first."""
+        if stats.answer_pot is None:
+            return []
+        document = self.store.documents.get(stored.doc_id)
+        found = cite_answer(
+            stored.engine,
+            stats.answer_pot,
+            question,
+            stats.token_ids,
+            self.store.location_map_path(stored.doc_id),
+            stored.doc_id,
+            document.kind if document else None,
+        )
+        stats.answer_pot = None  # a distilled copy is not kept alive with the stats
+        return [citation.as_json() for citation in found]
 
     def summarize(self, doc: str, max_new_tokens: int = 256) -> tuple[Iterator[str], AskStats]:
         started = time.perf_counter()

@@ -312,7 +312,10 @@ class Workspace:
     def messages(self, conversation_id: int | None) -> list[dict]:
         if conversation_id is None:
             return []
-        return [{"role": m["role"], "content": m["content"]} for m in self.backend.messages(conversation_id)]
+        return [
+            {"role": m["role"], "content": m["content"], "citations": (m["meta"] or {}).get("citations", [])}
+            for m in self.backend.messages(conversation_id)
+        ]
 
     def ask(self, doc_id: str, question: str, max_new_tokens: int, conversation_id: int | None):
         """(answer pieces, stats); stats.conversation_id names the conversation once the answer is complete."""
@@ -324,6 +327,14 @@ class Workspace:
     def summarize(self, doc_id: str, max_new_tokens: int) -> Iterator[str]:
         pieces, _ = self.backend.summarize(self._ready(doc_id), _whole("answer length", max_new_tokens))
         return pieces
+
+    def source_start(self, doc_id: str, token: int) -> int:
+        """Where the kept-tokens window opens for a cited place: its first token (checked against the document)."""
+        doc_id = self._ready(doc_id)
+        _, total = self.backend.token_window(doc_id, 0, 0)
+        if not 0 <= token < total:
+            raise ValueError(f"token {token:,} is outside the document ({total:,} tokens)")
+        return token
 
     # -- what the model kept -----------------------------------------------------------------------
     def kept_window(self, doc_id: str, layer: int, head: int | None, start: int, size: int) -> dict:

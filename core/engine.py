@@ -32,6 +32,9 @@ class AnswerStats:
     compressed_for_answer: bool = False
     peak_entries: int = 0
     token_ids: list[int] = field(default_factory=list)
+    # The pot the answer was generated from: the stored one, or the copy distilled to make room (citations
+    # re-read the answer's attention over exactly these entries).
+    answer_pot: Pot | None = field(default=None, repr=False)
 
 
 class Engine:
@@ -114,6 +117,7 @@ class Engine:
         request_len = len(request)
         needed = request_len + max_new_tokens
         cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+        stats.answer_pot = pot
         scorer = make_scorer(self.config.method, self.config.nuc_ratio)
         if not scorer.compresses:  # full: no bound, only the model's context and free memory limit it
             check_full_context(self.model, pot.entries + needed, held=pot.entries)
@@ -134,5 +138,6 @@ class Engine:
         catalyst_ids = request if pot.entries + request_len <= limit else self.catalyst_ids
         fitted = distill(self.model, cache, pot, scorer, catalyst_ids, keep, sinks, self.config.cr_rope)
         stats.compressed_for_answer = True
+        stats.answer_pot = fitted
         cache = hf_adapter.cache_from_layers(list(zip(fitted.keys, fitted.values, strict=True)))
         return cache, fitted.next_position, fitted.entries

@@ -6,11 +6,17 @@ transformers changes these between versions (the cache moved from tuples to `cac
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 from transformers import DynamicCache
+
+# The attention implementation is a setting of the whole model, and the app runs a read (catalyst passes) and
+# an answer (citations, answer-time distillation) on one model in two threads: without this lock one thread's
+# switch back to SDPA could land in the middle of the other's eager pass, whose weights would then be missing.
+_EAGER_LOCK = threading.RLock()
 
 
 def new_cache() -> DynamicCache:
@@ -97,15 +103,16 @@ def eager_attention(model: torch.nn.Module) -> Iterator[None]:
     The short catalyst-prompt pass goes through here (|P| queries against the pot), and the whole reading
     pass for strategies that score by the reading pass's own attention (h2o, tova).
     """
-    previous = model.config._attn_implementation
-    if previous == "eager":
-        yield
-        return
-    model.set_attn_implementation("eager")
-    try:
-        yield
-    finally:
-        model.set_attn_implementation(previous)
+    with _EAGER_LOCK:
+        previous = model.config._attn_implementation
+        if previous == "eager":
+            yield
+            return
+        model.set_attn_implementation("eager")
+        try:
+            yield
+        finally:
+            model.set_attn_implementation(previous)
 
 
 @contextmanager

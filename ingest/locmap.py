@@ -197,6 +197,17 @@ class TokenLocationMap:
         runs = np.searchsorted(starts, indexes, side="right") - 1
         return page_value[np.searchsorted(page_at, runs, side="right") - 1]
 
+    def lines_of(self, token_indexes) -> np.ndarray:
+        """Vectorised ``location(i).line`` for many tokens (restarting on every page, as ``Location.line`` does)."""
+        indexes = np.asarray(token_indexes, dtype=np.int64)
+        if indexes.size and (indexes.min() < 0 or indexes.max() >= self._tokens):
+            raise IndexError("token index out of range")
+        tokens, _, _, _, line_at, line_value, *_ = self._compile()
+        starts = np.cumsum(tokens, dtype=np.int64) - tokens
+        runs = np.searchsorted(starts, indexes, side="right") - 1
+        exception = np.searchsorted(line_at, runs, side="right") - 1
+        return line_value[exception] + runs - line_at[exception]
+
     # -- persistence -------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Write the map atomically: the file is either complete or not there at all."""

@@ -98,3 +98,8 @@ def message_text(message: dict) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def answer_text(message: dict) -> str:
+    """A chatbot message's text without the Sources line the app adds under an answer (app/ui/sources.py)."""
+    return message_text(message).partition("\n\n*Sources: ")[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from app_helpers import make_workspace, message_text, running_app, tiny_settings, wait_until
+from app_helpers import answer_text, make_workspace, message_text, running_app, tiny_settings, wait_until
 from tiny_models import save_model_folder
 from tiny_models import write_notes as write_notes_file
 
@@ -94,7 +94,8 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         assert [m["role"] for m in history] == ["user", "assistant"]
         assert message_text(history[0]) == question
         expected = expected_answer(workspace, doc_id, question, 12)
-        assert message_text(history[1]) == (expected or "(the model gave an empty answer)")
+        assert answer_text(history[1]) == (expected or "(the model gave an empty answer)")
+        assert not expected or "*Sources: line " in message_text(history[1])  # a text document is cited by line
 
         # A follow-up lands in the same conversation.
         history = client.predict(doc_id, "Who is lazy?", 8, api_name="/ask")[0]

@@ -1,5 +1,6 @@
 """A real browser: headless Chromium (Debian's chromium and chromium-driver, installed by .ci/run) opens the app,
-sets a tiny model in Settings, uploads a file, waits for it to be read, asks a question and reads the answer."""
+sets a tiny model in Settings, uploads a file, waits for it to be read, asks a question, reads the answer and
+opens a source it cites."""
 
 from __future__ import annotations
 
@@ -121,6 +122,17 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
         assert question in chat
+
+        # A source under the answer opens "What the model kept" at the line it cites.
+        def source_button():
+            buttons = browser.find_elements(By.CSS_SELECTOR, "#ip-chat button")
+            return next((b for b in buttons if re.fullmatch(r"line \d+ \(\d+%\)", b.text.strip())), None)
+
+        source = wait_for(source_button, 60)
+        cited_line = re.match(r"line (\d+)", source.text.strip()).group(1)
+        source.click()
+        wait_for(lambda: f"starts at line {cited_line} ·" in visible_text(browser, "body"), 120)
+        open_tab(browser, "Chat")
 
         # Stop: a slow answer stops growing once Stop is pressed, and is not stored.
         follow_up = "Who is lazy?"

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from app_helpers import (
     QUESTIONS,
+    answer_text,
     make_workspace,
-    message_text,
     running_app,
     tiny_settings,
 )
@@ -34,7 +34,7 @@ def test_five_concurrent_clients_each_get_their_own_answers(tmp_path, infinipot_
         for question in QUESTIONS:
             single.predict(doc_id, api_name="/new_chat")
             history = single.predict(doc_id, question, MAX_NEW_TOKENS, api_name="/ask")[0]
-            reference[question] = message_text(history[-1])
+            reference[question] = answer_text(history[-1])
         assert len(set(reference.values())) > 1  # the questions are told apart
 
         def session(index: int) -> tuple[list[str], list[str]]:
@@ -46,7 +46,7 @@ def test_five_concurrent_clients_each_get_their_own_answers(tmp_path, infinipot_
             for question in asked:
                 job = client.submit(doc_id, question, MAX_NEW_TOKENS, api_name="/ask")
                 jobs.append(job.result()[0])
-            return asked, [message_text(m) for m in jobs[-1]]
+            return asked, [answer_text(m) for m in jobs[-1]]
 
         with ThreadPoolExecutor(max_workers=5) as pool:
             results = list(pool.map(session, range(5)))

@@ -131,3 +131,45 @@ def write_notes(path: Path, lines: int = 16, tag: str = "") -> Path:
     text = "\n".join(f"Line {i}{tag}: the quick brown fox jumps over the lazy dog {i * 7}." for i in range(lines))
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def build_attending_model(target_token: int, strength: float = 3.0) -> torch.nn.Module:
+    """A tiny Llama whose every query, in every layer and head, attends almost only to `target_token`.
+
+    Attention and MLP outputs are zeroed, so every layer sees the token embeddings; queries are one constant
+    (a bias) on the slowest rotary dimension, and keys read one embedding feature that only the target token
+    has. With a huge rope theta that dimension barely rotates, so the logit is about strength^2 * sqrt(hidden)
+    / sqrt(head_dim) (= 18 here) for the target and 0 for every other token, wherever they are.
+    """
+    vocab = len(tiny_tokenizer())
+    rope = {"rope_type": "default", "rope_theta": 1e12}
+    config = LlamaConfig(**_common(vocab), attention_bias=True, rope_parameters=rope)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    head_dim = config.hidden_size // config.num_attention_heads
+    slowest = head_dim - 1  # paired with head_dim // 2 - 1, the lowest rotary frequency
+    feature = config.hidden_size - 1
+    with torch.no_grad():
+        embeddings = model.get_input_embeddings().weight  # (V, hidden)
+        embeddings[:, feature] = 0.0
+        embeddings[target_token] = 0.0
+        embeddings[target_token, feature] = 1.0
+        model.lm_head.weight[config.eos_token_id] = 0.0  # keep answers from ending at once
+        for layer in model.model.layers:
+            attention = layer.self_attn
+            attention.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+            attention.q_proj.weight.zero_()
+            attention.q_proj.bias.zero_()
+            attention.q_proj.bias[slowest::head_dim] = strength
+            attention.k_proj.weight[slowest::head_dim] = 0.0
+            attention.k_proj.weight[slowest::head_dim, feature] = strength
+            attention.k_proj.bias.zero_()
+    return model.eval()
+
+
+def save_attending_model_folder(path: Path, target_token: int) -> str:
+    """build_attending_model and the tiny tokenizer saved as a Hugging Face folder, loadable with --model."""
+    build_attending_model(target_token).save_pretrained(path)
+    tiny_tokenizer().save_pretrained(path)
+    return str(path)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from . import render
-from .handlers import ALL_HEADS, Handlers
+from .handlers import ALL_HEADS, KEPT_TAB, Handlers
 from .questions import QuestionFeatures
 
 INTRO = (
@@ -40,7 +40,7 @@ class InfiniPotApp:
         c.timer = gr.Timer(self.refresh_seconds)
         gr.Markdown(INTRO)
         c.doc = gr.Dropdown(label="Document", choices=[], value=None, allow_custom_value=True, elem_id="ip-document")
-        with gr.Tabs():
+        with gr.Tabs() as c.tabs:
             with gr.Tab("Library"):
                 c.files = gr.File(
                     label="Drop files here (books, PDF, DOCX, EPUB, HTML, text, logs)",
@@ -73,7 +73,7 @@ class InfiniPotApp:
                     c.summarize = gr.Button("Summarize this file")
                 c.summary = gr.Markdown(label="Summary", elem_id="ip-summary")
                 self.questions.layout(c)
-            with gr.Tab("What the model kept"):
+            with gr.Tab("What the model kept", id=KEPT_TAB):
                 with gr.Row():
                     c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
                     c.head = gr.Dropdown(label="KV head", choices=[ALL_HEADS, "0"], value="0", allow_custom_value=True)
@@ -196,6 +196,7 @@ class InfiniPotApp:
         c.previous.click(lambda s, n: h.shift_window(s, n, -1), [c.start, c.size], c.start).then(**show)
         c.next.click(lambda s, n: h.shift_window(s, n, 1), [c.start, c.size], c.start).then(**show)
         c.go_page.click(h.go_to_page, [c.doc, c.page], c.start, api_name="page").success(**show)
+        c.chatbot.option_select(h.open_source, c.doc, [c.start, c.tabs], api_visibility="undocumented").success(**show)
 
         for component in settings:
             component.change(h.check_settings, settings, c.settings_notice, api_visibility="undocumented")

@@ -12,9 +12,10 @@ import gradio as gr
 import pandas as pd
 
 from ..errors import USER_ERRORS, one_line
-from . import render
+from . import render, sources
 
 ALL_HEADS = "all heads"
+KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
 SETTING_NAMES = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method")
 
 
@@ -47,6 +48,11 @@ def _settings(values: tuple) -> dict:
 
 def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
     return [(f"{c['created_at'][:16].replace('T', ' ')} · {c['title']}", c["id"]) for c in reversed(conversations)]
+
+
+def _chat(messages: list[dict]) -> list[dict]:
+    """Workspace messages as Chatbot messages, answers with their sources (app/ui/sources.py)."""
+    return [sources.chat_message(m["role"], m["content"], m.get("citations")) for m in messages]
 
 
 def _memory_frames(rows: dict[str, list[dict]]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -105,7 +111,7 @@ class Handlers:
         latest = conversations[-1]["id"] if conversations else None
         chat = {"doc_id": doc_id, "conversation_id": latest}
         history = gr.update(choices=_conversation_choices(conversations), value=latest)
-        return self.ws.messages(latest), chat, history, render.progress_html(self.ws.progress(doc_id)), ""
+        return _chat(self.ws.messages(latest)), chat, history, render.progress_html(self.ws.progress(doc_id)), ""
 
     def pick_row(self, event: gr.SelectData):
         return event.row_value[-1] if event.row_value else gr.skip()
@@ -130,13 +136,14 @@ class Handlers:
         chat = chat or {}
         conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
         pieces, stats = self.ws.ask(doc_id, question, max_new_tokens, conversation_id)
-        history = self.ws.messages(conversation_id)
+        history = _chat(self.ws.messages(conversation_id))
         history += [{"role": "user", "content": question.strip()}, {"role": "assistant", "content": ""}]
         yield history, "", chat, gr.skip()
         for piece in pieces:
             history[-1]["content"] += piece
             yield history, "", chat, gr.skip()
-        history[-1]["content"] = history[-1]["content"].strip() or "(the model gave an empty answer)"
+        answer = history[-1]["content"].strip() or "(the model gave an empty answer)"
+        history[-1] = sources.chat_message("assistant", answer, stats.citations)
         chat = {"doc_id": doc_id, "conversation_id": stats.conversation_id}
         choices = _conversation_choices(self.ws.conversations(doc_id))
         yield history, "", chat, gr.update(choices=choices, value=stats.conversation_id)
@@ -146,7 +153,13 @@ class Handlers:
 
     def open_conversation(self, conversation_id, doc_id):
         conversation_id = None if conversation_id in (None, "") else int(conversation_id)
-        return self.ws.messages(conversation_id), {"doc_id": doc_id, "conversation_id": conversation_id}
+        return _chat(self.ws.messages(conversation_id)), {"doc_id": doc_id, "conversation_id": conversation_id}
+
+    @user_errors
+    def open_source(self, event: gr.SelectData, doc_id):
+        """A source under an answer was clicked: open "What the model kept" at the cited place's first token."""
+        start = self.ws.source_start(doc_id, sources.source_token(event.value))
+        return start, gr.update(selected=KEPT_TAB)
 
     @user_errors
     def summarize(self, doc_id, max_new_tokens):

@@ -46,6 +46,14 @@ def test_every_token_maps_to_its_run_across_checkpoints():
     assert locmap.pages_of(sample).tolist() == [expected[i].page for i in sample]
 
 
+def test_lines_of_matches_location_lines_across_pages_and_long_line_pieces():
+    locmap, expected = build_map()
+    sample = np.arange(0, len(expected), 13)
+    assert locmap.lines_of(sample).tolist() == [expected[i].line for i in sample]
+    with pytest.raises(IndexError):
+        locmap.lines_of([len(expected)])
+
+
 def test_out_of_range_index():
     locmap, expected = build_map(blocks=1)
     for bad in (-1, len(expected)):
