@@ -61,4 +61,5 @@ def make_passkey_case(
 
 
 def found_key(answer: str, key: str) -> bool:
-    return key in re.findall(r"\d{5}", answer.replace(",", ""))
+    """Whether the answer states the key as a number of its own ("916444" does not state 91644)."""
+    return key in re.findall(r"(?<!\d)\d{5}(?!\d)", answer.replace(",", ""))

@@ -126,3 +126,13 @@ def test_bench_commands_have_help(capsys, bench):
 def test_unknown_bench_method_is_a_clear_error(capsys, tmp_path):
     argv = ["bench", "niah", "--methods", "infinipot,magic", "--out", str(tmp_path / "x")]
     expect_one_line_error(capsys, argv, "unknown method")
+
+
+@pytest.mark.parametrize(
+    ("answer", "found"),
+    [("The pass key is 91644.", True), ("91,644", True), ("The pass key is 916444.", False), ("1916440", False)],
+)
+def test_a_key_is_found_only_as_a_whole_number(answer, found):
+    from infinipot.app.niah import found_key
+
+    assert found_key(answer, "91644") is found
