@@ -18,6 +18,7 @@ from infinipot.core.engine import Engine
 from infinipot.core.merge import IncompatiblePots, entries_per_document, merge_pots
 from infinipot.core.pot import Pot
 
+from .citing import CitedDocument, cite_across
 from .service import AskStats, StoredPot
 
 if TYPE_CHECKING:
@@ -114,4 +115,22 @@ def ask_across(
         pot_size=merged.engine.config.pot_size,
         reused_merge=reused,
     )
-    return merged.engine.answer(merged.pot, question, max_new_tokens, stats), stats
+    pieces = merged.engine.answer(merged.pot, question, max_new_tokens, stats)
+    return _cited(service, merged, question, pieces, stats), stats
+
+
+def _cited(
+    service: DocumentService, merged: MergedStoredPot, question: str, pieces: Iterator[str], stats: AcrossStats
+) -> Iterator[str]:
+    """Pass the answer through; once it is complete, fill stats.citations, each naming its document."""
+    yield from pieces
+    if stats.answer_pot is None:
+        return
+    kinds = {doc_id: service.store.documents.get(doc_id) for doc_id in merged.doc_ids}
+    documents = [
+        CitedDocument(doc_id, name, service.store.location_map_path(doc_id), getattr(kinds[doc_id], "kind", None))
+        for doc_id, name in zip(merged.doc_ids, merged.names, strict=True)
+    ]
+    found = cite_across(merged.engine, stats.answer_pot, question, stats.token_ids, documents)
+    stats.citations.extend(citation.as_json() for citation in found)  # in place: callers may hold the list
+    stats.answer_pot = None  # a distilled copy is not kept alive with the stats

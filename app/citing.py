@@ -6,12 +6,12 @@ logs by line. Each citation carries the first token of its page or line, where t
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from infinipot.core.citations import CitationConfig, answer_attention, document_token_scores
+from infinipot.core.citations import CitationConfig, answer_attention, document_token_scores, source_token_scores
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
@@ -127,3 +127,46 @@ def cite_answer(
     attention = answer_attention(engine.model, pot, engine.request_ids(question), answer_ids)  # (L, H_kv, n)
     tokens, scores = document_token_scores(pot, attention, config.attention)
     return cite_tokens(location_map, tokens.numpy(), scores.numpy(), document, config, page_label(kind))
+
+
+@dataclass(frozen=True)
+class CitedDocument:
+    """One document of a merged pot, in source order: what citing needs to name and locate it."""
+
+    doc_id: str
+    name: str
+    location_map_path: Path
+    kind: str | None = None
+
+
+def cite_across(
+    engine,
+    pot,
+    question: str,
+    answer_ids: list[int],
+    documents: list[CitedDocument],
+    config: CitingConfig | None = None,
+) -> list[Citation]:
+    """Citations of an answer from a merged pot, each naming its document ("notes.txt, line 12").
+
+    Shares are of the answer's attention over all documents together; at most `config.top` places in all,
+    best first, the first always cited and the others only above `config.min_share`. A document whose
+    location map is missing is not cited.
+    """
+    config = config or CitingConfig()
+    if not answer_ids:
+        return []
+    attention = answer_attention(engine.model, pot, engine.request_ids(question), answer_ids)  # (L, H_kv, n)
+    per_document = source_token_scores(pot, attention, config.attention, len(documents))
+    found: list[Citation] = []
+    for document, (tokens, scores) in zip(documents, per_document, strict=True):
+        try:
+            location_map = TokenLocationMap.load(document.location_map_path)
+        except IngestError:
+            continue
+        places = cite_tokens(
+            location_map, tokens.numpy(), scores.numpy(), document.doc_id, config, page_label(document.kind)
+        )
+        found += [replace(place, label=f"{document.name}, {place.label}") for place in places]
+    found.sort(key=lambda place: -place.score)
+    return [place for rank, place in enumerate(found[: config.top]) if rank == 0 or place.score >= config.min_share]

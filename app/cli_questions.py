@@ -70,6 +70,8 @@ def run_ask_across(service, args: argparse.Namespace) -> int:
     if not args.json:
         print()
         print(f"(one pot of {stats.merged_entries} entries of {stats.pot_size}; entries per head from {sources})")
+        if stats.citations:
+            print("sources: " + ", ".join(f"{c['label']} ({100 * c['score']:.0f}%)" for c in stats.citations))
         return 0
     first = stats.first_token_seconds
     result = {
@@ -82,6 +84,7 @@ def run_ask_across(service, args: argparse.Namespace) -> int:
         "peak_entries": stats.merge_peak_entries,
         "cycles": stats.merge_compressions,
         "pot_size": stats.pot_size,
+        "citations": stats.citations,
     }
     print(json.dumps(result))
     return 0

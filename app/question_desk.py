@@ -78,6 +78,7 @@ class QuestionDesk:
             "peak_entries": stats.merge_peak_entries,
             "pot_size": stats.pot_size,
             "reused": stats.reused_merge,
+            "citations": stats.citations,  # filled once the answer is complete
         }
         return pieces, merge
 

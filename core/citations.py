@@ -79,13 +79,30 @@ def document_token_scores(
     empty when nothing was counted). The chat template's opening and the first `sink_tokens` document tokens
     are left out.
     """
+    return source_token_scores(pot, attention, config, documents=1)[0]
+
+
+def source_token_scores(
+    pot: Pot, attention: torch.Tensor, config: CitationConfig, documents: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """document_token_scores for each source document of a merged pot (core.merge), shares of one total.
+
+    Returns one (tokens, scores) pair per document index 0..documents-1; a pot without `source` is
+    document 0. Shares add up to 1 over all documents together, so they compare across documents.
+    """
     layers = list(config.layers(attention.shape[0]))
     document_position = pot.origin.cpu()[layers] - pot.prefix_len  # (L', H_kv, n)
+    source = torch.zeros_like(document_position) if pot.source is None else pot.source.cpu()[layers]
     weights = attention.float().cpu()[layers]  # (L', H_kv, n)
     counted = document_position >= config.sink_tokens  # (L', H_kv, n)
-    tokens, slot = torch.unique(document_position[counted], return_inverse=True)  # (m,), (k,)
-    scores = torch.zeros(len(tokens), dtype=torch.float64).index_add_(0, slot, weights[counted].double())  # (m,)
-    total = scores.sum()
-    if total <= 0:
-        return tokens[:0], scores[:0].float()
-    return tokens, (scores / total).float()
+    total = weights[counted].double().sum()
+    per_document = []
+    for index in range(documents):
+        mine = counted & (source == index)  # (L', H_kv, n)
+        tokens, slot = torch.unique(document_position[mine], return_inverse=True)  # (m,), (k,)
+        scores = torch.zeros(len(tokens), dtype=torch.float64).index_add_(0, slot, weights[mine].double())  # (m,)
+        if total <= 0:
+            per_document.append((tokens[:0], scores[:0].float()))
+        else:
+            per_document.append((tokens, (scores / total).float()))
+    return per_document

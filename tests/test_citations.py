@@ -234,3 +234,22 @@ def test_an_answer_that_needed_a_distilled_copy_still_cites_the_needle_page(
     assert stats.compressed_for_answer  # 40 answer tokens did not fit beside the stored pot
     assert stats.citations[0]["page"] == 4 and stats.citations[0]["score"] > 0.9
     assert stats.answer_pot is None  # the copy is not kept alive once cited
+
+
+def test_ask_across_cites_the_page_of_the_document_holding_the_needle(capsys, tmp_path, attending_model_dir):
+    plain = write_pdf(tmp_path / "plain.pdf", filler_pages(FILLER, pages=4, words_per_page=30))
+    pages = plant_needle(filler_pages(FILLER, pages=4, words_per_page=30), 3, "The passkey is 12345.")
+    needle = write_pdf(tmp_path / "needle.pdf", pages)
+    settings = ["--model", attending_model_dir, "--pot-size", "128", "--keep", "48", "--json"]
+    plain_id = run_json(capsys, ["read", str(plain), *settings])["doc_id"]
+    needle_id = run_json(capsys, ["read", str(needle), *settings])["doc_id"]
+    answer = run_json(
+        capsys,
+        ["ask-across", plain_id, needle_id, "--question", "What is the passkey?", "--max-new-tokens", "4", "--json"],
+    )
+    assert answer["peak_entries"] <= 128
+    first = answer["citations"][0]
+    assert first["document"] == needle_id and first["page"] == 3
+    assert first["label"] == "needle.pdf, page 3" and first["score"] > 0.9
+    # shares are of one total over both documents
+    assert sum(c["score"] for c in answer["citations"]) <= 1.0 + 1e-6

@@ -62,7 +62,10 @@ def test_ask_across_ready_documents_names_both_and_needs_two(workspace):
     desk = workspace.questions
     assert sorted(doc_id for _, doc_id in desk.ready_documents()) == sorted(workspace.doc_ids)
     pieces, merge = desk.ask_across(workspace.doc_ids, QUESTION, 6)
+    assert merge["citations"] == []  # filled once the answer is complete
     "".join(pieces)
+    assert merge["citations"] and {c["document"] for c in merge["citations"]} <= set(workspace.doc_ids)
+    assert all(c["label"].startswith(("first.txt, line", "second.txt, line")) for c in merge["citations"])
     assert [doc["doc_id"] for doc in merge["documents"]] == workspace.doc_ids
     assert merge["peak_entries"] <= merge["pot_size"] == 96 and merge["reused"] is False
     assert desk.ask_across(workspace.doc_ids, QUESTION, 6)[1]["reused"] is True
@@ -71,7 +74,7 @@ def test_ask_across_ready_documents_names_both_and_needs_two(workspace):
 
     features = QuestionFeatures(workspace)
     text = list(features.ask_across(workspace.doc_ids, QUESTION, 6))[-1]
-    assert "first.txt" in text and "second.txt" in text
+    assert "first.txt" in text and "second.txt" in text and "Sources: " in text
     update = features.ready_choices([workspace.doc_ids[0], "gone"])
     assert update["value"] == [workspace.doc_ids[0]]
 

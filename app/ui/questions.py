@@ -9,6 +9,7 @@ import time
 import gradio as gr
 
 from .handlers import user_errors
+from .sources import sources_line
 
 
 class QuestionFeatures:
@@ -97,7 +98,8 @@ class QuestionFeatures:
         for piece in pieces:
             text += piece
             yield text
-        yield (text.strip() or "(the model gave an empty answer)") + footer
+        cited = sources_line(merge["citations"])
+        yield (text.strip() or "(the model gave an empty answer)") + footer + (f"\n\n*{cited}*" if cited else "")
 
 
 def _titled(title: str, text: str) -> str:
