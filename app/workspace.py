@@ -24,6 +24,7 @@ from . import visualize
 from .backend import Backend
 from .errors import USER_ERRORS, one_line
 from .jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
+from .log_follower import LogFollower
 from .pot_choice import is_question_aware
 from .question_desk import QuestionDesk
 from .service import DocumentService
@@ -121,6 +122,7 @@ class Workspace:
         self.reads = reads
         self.max_upload_bytes = max_upload_bytes
         self.questions = QuestionDesk(self)  # re-read for a question, ask across documents
+        self.follower = LogFollower(backend)  # growing logs followed by path
 
     def warm_up_in_background(self, model: str = "default") -> threading.Thread:
         """Load the model while the page opens, so the first question does not wait for it."""
@@ -136,7 +138,22 @@ class Workspace:
         return thread
 
     def close(self) -> None:
+        self.follower.close()
         self.reads.close()
+
+    # -- growing logs ------------------------------------------------------------------------------
+    def follow_log(self, path: str, settings: dict) -> str:
+        """Follow a growing text file on this machine with the current settings (app.log_follower)."""
+        read = ReadSettings(**settings)
+        started = self.follower.start(path, read.pot_config(), read.model_name())
+        return f"Following {started['path']}: new lines are read as they are written."
+
+    def stop_following(self, path: str) -> str:
+        stopped = self.follower.stop(path)
+        return f"Stopped following {stopped['path']} after {stopped['tokens']:,} tokens."
+
+    def followed_logs(self) -> list[dict]:
+        return self.follower.snapshots()
 
     # -- library -----------------------------------------------------------------------------------
     def library(self) -> list[dict]:

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from . import render
+from .follow_panel import FollowPanel
 from .handlers import ALL_HEADS, KEPT_TAB, Handlers
 from .questions import QuestionFeatures
 
@@ -22,6 +23,7 @@ class InfiniPotApp:
         self.workspace = workspace
         self.handlers = Handlers(workspace)
         self.questions = QuestionFeatures(workspace)
+        self.follow_panel = FollowPanel(workspace)
         self.refresh_seconds = refresh_seconds
         self.c = SimpleNamespace()  # the components, by name
 
@@ -62,6 +64,7 @@ class InfiniPotApp:
                     elem_id="ip-library",
                     label="Documents",
                 )
+                self.follow_panel.layout(c)
             with gr.Tab("Chat"):
                 c.history = gr.Dropdown(label="Conversation", choices=[], value=None, allow_custom_value=True)
                 c.chatbot = gr.Chatbot(label="Conversation about the document", height=420, elem_id="ip-chat")
@@ -152,6 +155,7 @@ class InfiniPotApp:
         c.cancel.click(h.cancel, c.doc, c.notice, api_name="cancel")
         c.resume.click(h.resume, c.doc, c.notice, api_name="resume")
         c.delete.click(h.delete, c.doc, [c.notice, c.library, c.doc], api_name="delete")
+        self.follow_panel.wire(c, settings)
 
         ask = dict(
             fn=h.ask,
