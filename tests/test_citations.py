@@ -201,8 +201,8 @@ def test_ask_json_citations_name_pages_of_the_document(capsys, tmp_path, tiny_mo
     read = run_json(
         capsys, ["read", str(pdf), "--model", tiny_model_dir, "--pot-size", "128", "--keep", "48", "--json"]
     )
+    # the random model's answer may decode to whitespace only; its tokens are still there to cite from
     answer = run_json(capsys, ["ask", read["doc_id"], "Which colour is the sky?", "--max-new-tokens", "6", "--json"])
-    assert answer["answer"], "a random tiny model still answers something to cite from"
     citations = answer["citations"]
     assert 1 <= len(citations) <= CitingConfig().top
     assert all(1 <= c["page"] <= 5 and c["line"] is None for c in citations)
