@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .handlers import _settings, user_errors
+from .handlers import settings_from_values, user_errors
 
 
 def followed_table(rows: list[dict]) -> str:
@@ -47,7 +47,7 @@ class FollowPanel:
 
     @user_errors
     def follow(self, path, *settings):
-        return self.workspace.follow_log(path, _settings(settings))
+        return self.workspace.follow_log(path, settings_from_values(settings))
 
     @user_errors
     def unfollow(self, path):

@@ -42,7 +42,7 @@ def user_errors(handler):
     return call
 
 
-def _settings(values: tuple) -> dict:
+def settings_from_values(values: tuple) -> dict:
     return dict(zip(SETTING_NAMES, values, strict=True))
 
 
@@ -70,7 +70,7 @@ class Handlers:
     def upload(self, files, *settings):
         if not files:
             raise ValueError("drop one or more files first")
-        results = self.ws.add_files([str(f) for f in files], _settings(settings))
+        results = self.ws.add_files([str(f) for f in files], settings_from_values(settings))
         if not any(r["ok"] for r in results):
             raise ValueError("; ".join(r["message"] for r in results))
         lines = [f"- {r['name']}: queued" if r["ok"] else f"- {r['name']}: not added: {r['message']}" for r in results]
@@ -200,6 +200,6 @@ class Handlers:
     # -- settings ----------------------------------------------------------------------------------
     def check_settings(self, *settings):
         try:
-            return self.ws.check_settings(_settings(settings))
+            return self.ws.check_settings(settings_from_values(settings))
         except USER_ERRORS as exc:
             return f"Not valid: {one_line(exc)}"
