@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     read.add_argument("--nuc-ratio", type=float, default=0.5, help="share of kept slots chosen by novelty")
     read.add_argument(
-        "--nuc-unit", default="word", choices=NUC_UNITS, help="NuC per word (default) or per token (the paper's)"
+        "--nuc-unit",
+        default="word-edges",
+        choices=NUC_UNITS,
+        help="NuC per word with its edge tokens (default), per word, or per token (the paper's)",
     )
     read.add_argument("--cap", default="general", choices=CAP_MODES, help="catalyst prompt: general or question")
     read.add_argument("--question", default=None, help="the question, for --cap question")
@@ -66,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("doc", help="a doc_id (or its prefix) or a path (read first if needed)")
     ask.add_argument("question")
     ask.add_argument("--max-new-tokens", type=int, default=256)
+    ask.add_argument(
+        "--focus",
+        type=int,
+        default=None,
+        help="answer from a copy of the pot distilled to this many entries with the question as catalyst",
+    )
     ask.add_argument("--json", action="store_true")
     add_reread_option(ask)
     add_ask_across_command(commands)
@@ -238,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
         return run_ask_across(service, args)
     started = time.perf_counter()
     if args.command == "ask":
-        pieces, stats, reused = service.ask(args.doc, args.question, args.max_new_tokens)
+        pieces, stats, reused = service.ask(args.doc, args.question, args.max_new_tokens, focus=args.focus)
         key = "answer"
     else:
         pieces, stats = service.summarize(args.doc, args.max_new_tokens)
@@ -259,6 +268,7 @@ def _run(args: argparse.Namespace) -> int:
                 reused_pot=reused,
                 conversation_id=stats.conversation_id,
                 citations=stats.citations,
+                answer_entries=stats.answer_entries,
             )
         if getattr(args, "reread", False):
             result["question_aware"] = question_aware_answer(service, args)

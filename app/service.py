@@ -267,11 +267,17 @@ class DocumentService:
         return self.store.pots.get(report.pot_id)
 
     def ask(
-        self, doc: str, question: str, max_new_tokens: int = 256, conversation_id: int | None = None
+        self,
+        doc: str,
+        question: str,
+        max_new_tokens: int = 256,
+        conversation_id: int | None = None,
+        focus: int | None = None,
     ) -> tuple[Iterator[str], AskStats, bool]:
         """Stream an answer from the stored pot; question and answer are recorded once the answer is complete.
 
         Without a conversation_id a new conversation is started (its id is in stats.conversation_id).
+        `focus`: answer from a copy distilled to that many entries with the question as catalyst (Engine.answer).
         """
         started = time.perf_counter()
         stored, reused = self.open_pot(doc)
@@ -283,7 +289,7 @@ class DocumentService:
             if conversation.document_id != stored.doc_id:
                 raise DocumentNotFound(f"conversation {conversation_id} is about another document")
         stats = AskStats(load_seconds=time.perf_counter() - started, warnings=stored.warnings)
-        pieces = stored.engine.answer(stored.pot, question, max_new_tokens, stats)
+        pieces = stored.engine.answer(stored.pot, question, max_new_tokens, stats, focus=focus)
         return self.recorded_answer(pieces, stats, stored, question, conversation_id), stats, reused
 
     def recorded_answer(

@@ -1,6 +1,6 @@
 """What Continual Context Distillation costs over a plain chunked forward, as a ratio measured in one process.
 
-    python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--pot-size 4096] [--nuc-unit word]
+    python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--pot-size 4096] [--nuc-unit word-edges]
 
 Both readers see the same haystack tokens with the same model, in forward pieces of the same length, and the
 plain one trims its cache to the same window; the runs alternate (plain first, then CCD first) so that load
@@ -21,7 +21,7 @@ import torch
 
 from infinipot.app.bench.haystack import haystack_ids
 from infinipot.app.bench.speed import plain_chunked_forward
-from infinipot.core.config import PotConfig
+from infinipot.core.config import NUC_UNITS, PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.model import ModelSpec, load_model
 from infinipot.core.reader import ContinualReader
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pot-size", type=int, default=4096)
-    parser.add_argument("--nuc-unit", default="word", choices=("word", "token"))
+    parser.add_argument("--nuc-unit", default="word-edges", choices=NUC_UNITS)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 

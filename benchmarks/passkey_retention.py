@@ -1,7 +1,7 @@
 """Why a passkey is or is not found: how many of the needle's digit tokens survive per layer and KV head.
 
     python -m benchmarks.passkey_retention [--length 8000] [--depths 0.1,0.5] [--keep 2048] [--ratio 0.5]
-        [--nuc-unit word|token] [--capq]
+        [--nuc-unit word-edges|word|token] [--capq] [--focus 1024]
 
 Reads one haystack per depth with the default model, then prints one JSON line per depth: the answer, whether
 the key was found, the share of (layer, head) slots holding each of the key's first five digits, and that
@@ -18,7 +18,7 @@ import time
 import torch
 
 from infinipot.app.niah import QUESTION, found_key, haystack_text, make_passkey_case, needle_sentence
-from infinipot.core.config import PotConfig
+from infinipot.core.config import NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.model import ModelSpec, load_model
 from infinipot.storage.paths import data_home
@@ -32,9 +32,12 @@ def main() -> None:
     parser.add_argument("--keep", type=int, default=2048)
     parser.add_argument("--method", default="infinipot")
     parser.add_argument("--ratio", type=float, default=0.5, help="NuC share alpha")
-    parser.add_argument("--nuc-unit", default="word", choices=("word", "token"), help="NuC per word or per token")
+    parser.add_argument("--nuc-unit", default="word-edges", choices=NUC_UNITS, help="NuC per word or per token")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--capq", action="store_true", help="read with the question in the catalyst prompt")
+    parser.add_argument(
+        "--focus", type=int, default=None, help="also answer from a copy of N entries, question as catalyst"
+    )
     args = parser.parse_args()
 
     loaded = load_model(ModelSpec(device="cpu"), data_home())
@@ -77,11 +80,21 @@ def main() -> None:
                     "digits_kept": round(kept.mean().item(), 3),
                     "kept_every_third_layer": [round(x, 2) for x in per_layer.tolist()[::3]],
                     "cycles": pot.cycles,
+                    "answer_entries": stats.answer_entries,
+                    **focused_answer(engine, pot, case.key, args.focus),
                     "read_seconds": round(read_seconds, 1),
                 }
             ),
             flush=True,
         )
+
+
+def focused_answer(engine: Engine, pot, key: str, focus: int | None) -> dict:
+    """The answer from a copy of the pot distilled to `focus` entries with the question as catalyst."""
+    if focus is None:
+        return {}
+    answer = "".join(engine.answer(pot, QUESTION, max_new_tokens=12, focus=focus)).strip()
+    return {"focus": focus, "focused_found": found_key(answer, key), "focused_answer": answer}
 
 
 if __name__ == "__main__":

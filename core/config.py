@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CAP_MODES = ("general", "question")
-NUC_UNITS = ("word", "token")
+NUC_UNITS = ("word-edges", "word", "token")
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,10 @@ class PotConfig:
     # alpha: share of |C| filled by Novelty-under-Compression before CaP fills the rest (paper: 0.5 best).
     nuc_ratio: float = 0.5
     # What NuC scores: "word" sums the cross-entropy over each word's tokens (core.words: a 5-digit number
-    # written as five digit tokens is one novel unit, not five ordinary ones); "token" is the paper's literal
-    # per-token score. Word is the default on evidence (README, "Passkey retrieval").
-    nuc_unit: str = "word"
+    # written as five digit tokens is one novel unit, not five ordinary ones); "word-edges" also gives the
+    # tokens on either side of a word its score, so a kept number keeps what ends it; "token" is the paper's
+    # literal per-token score. "word-edges" is the default on evidence (README, "Passkey retrieval").
+    nuc_unit: str = "word-edges"
     # Scoring strategy, one of core.scorers.METHODS.
     method: str = "infinipot"
     # "general" (CaP-G) or "question" (CaP-Q, needs `question`).

@@ -30,6 +30,7 @@ class AnswerStats:
     seconds: float = 0.0
     new_tokens: int = 0
     compressed_for_answer: bool = False
+    answer_entries: int = 0  # pot entries the answer was generated from (fewer when distilled or focused)
     peak_entries: int = 0
     token_ids: list[int] = field(default_factory=list)
     # The pot the answer was generated from: the stored one, or the copy distilled to make room (citations
@@ -68,7 +69,7 @@ class Engine:
 
     def word_starts(self) -> torch.Tensor | None:
         """(V,) bool word starts for NuC per word, built on first use (a pass over the vocabulary, ~0.3 s)."""
-        if self.config.nuc_unit == "word" and self._word_starts is None:
+        if self.config.nuc_unit != "token" and self._word_starts is None:
             vocab = self.model.get_output_embeddings().weight.shape[0]
             self._word_starts = word_start_flags(self.tokenizer, vocab)
         return self._word_starts
@@ -82,21 +83,38 @@ class Engine:
         return reader.finish()
 
     def answer(
-        self, pot: Pot, question: str, max_new_tokens: int = 256, stats: AnswerStats | None = None
+        self,
+        pot: Pot,
+        question: str,
+        max_new_tokens: int = 256,
+        stats: AnswerStats | None = None,
+        focus: int | None = None,
     ) -> Iterator[str]:
-        """Stream the answer to `question` as text pieces; `pot` itself is left unchanged."""
+        """Stream the answer to `question` as text pieces; `pot` itself is left unchanged.
+
+        `focus`: answer from a copy of the pot distilled to this many entries with the question as the
+        catalyst prompt (CaP-Q at ask time), so a small model looks at fewer, question-relevant entries.
+        """
         if not question or not question.strip():
             raise ValueError("the question is empty")
-        return self._respond(pot, self.request_ids(question), max_new_tokens, stats or AnswerStats())
+        if focus is not None and not self.config.min_sink_tokens < focus < self.config.pot_size:
+            raise ValueError(
+                f"focus must be between {self.config.min_sink_tokens + 1} and {self.config.pot_size - 1} entries, "
+                f"got {focus}"
+            )
+        return self._respond(pot, self.request_ids(question), max_new_tokens, stats or AnswerStats(), focus)
 
     def summarize(self, pot: Pot, max_new_tokens: int = 256, stats: AnswerStats | None = None) -> Iterator[str]:
         return self._respond(pot, self.request_ids(self.summary_instruction), max_new_tokens, stats or AnswerStats())
 
-    def _respond(self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats) -> Iterator[str]:
+    def _respond(
+        self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats, focus: int | None = None
+    ) -> Iterator[str]:
         if max_new_tokens < 1:
             raise ValueError(f"max new tokens must be positive, got {max_new_tokens}")
         started = time.perf_counter()
-        cache, next_position, entries = self._cache_for_request(pot, request, max_new_tokens, stats)
+        cache, next_position, entries = self._cache_for_request(pot, request, max_new_tokens, stats, focus)
+        stats.answer_entries = entries
         streamer = TextStreamer(self.tokenizer)
         for token in generate_greedy(self.model, cache, request, next_position, max_new_tokens, self.stop_ids):
             if stats.ttft_seconds is None:
@@ -111,8 +129,11 @@ class Engine:
         stats.seconds = time.perf_counter() - started
 
     @torch.inference_mode()
-    def _cache_for_request(self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats):
-        """A cache over the pot with room for the request and answer, distilling a copy when it is too full."""
+    def _cache_for_request(
+        self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats, focus: int | None = None
+    ):
+        """A cache over the pot with room for the request and answer, distilling a copy when it is too full
+        (or, with `focus`, larger than `focus` entries)."""
         limit = self.config.pot_size
         request_len = len(request)
         needed = request_len + max_new_tokens
@@ -122,9 +143,13 @@ class Engine:
         if not scorer.compresses:  # full: no bound, only the model's context and free memory limit it
             check_full_context(self.model, pot.entries + needed, held=pot.entries)
             return cache, pot.next_position, pot.entries
+        sinks = scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
+        if focus is not None and focus <= sinks:
+            raise ValueError(f"focus must be more than the pot's {sinks} attention-sink entries, got {focus}")
+        if focus is not None and focus < pot.entries and pot.entries + request_len <= limit and focus + needed <= limit:
+            return self._distilled_cache(cache, pot, scorer, request, focus, sinks, stats)
         if pot.entries + needed <= limit:
             return cache, pot.next_position, pot.entries
-        sinks = scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
         # CCD methods shrink to |C|; window methods (rolling, truncate) keep as much as leaves room for the request.
         room = limit - (sinks + 1 if scorer.fills_window else self.config.keep_size)
         if needed > room:
@@ -134,8 +159,14 @@ class Engine:
                 "ask a shorter question, lower --max-new-tokens, or use a larger --pot-size"
             )
         keep = limit - needed if scorer.fills_window else self.config.keep_size
+        if focus is not None:
+            keep = min(keep, focus)
         # The request itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
         catalyst_ids = request if pot.entries + request_len <= limit else self.catalyst_ids
+        return self._distilled_cache(cache, pot, scorer, catalyst_ids, keep, sinks, stats)
+
+    def _distilled_cache(self, cache, pot: Pot, scorer, catalyst_ids: list[int], keep: int, sinks: int, stats):
+        """A cache over a copy of the pot distilled to `keep` entries (`pot` itself is not changed)."""
         fitted = distill(self.model, cache, pot, scorer, catalyst_ids, keep, sinks, self.config.cr_rope)
         stats.compressed_for_answer = True
         stats.answer_pot = fitted

@@ -17,7 +17,7 @@ from .reading_evidence import ReadingEvidence
 from .scorers import make_scorer
 from .selection import KEPT_READ
 from .tail_queue import TailQueue
-from .words import sum_over_words
+from .words import share_with_edges, sum_over_words
 
 # Rows of LM-head logits computed at once for NuC: bounds the (rows, vocab) buffer to ~50 MB at 49K vocab.
 _NOVELTY_ROWS = 256
@@ -41,7 +41,7 @@ class ContinualReader:
         word_starts: torch.Tensor | None = None,
     ) -> None:
         """`word_starts`: (V,) bool from core.words.word_start_flags, needed when NuC is scored per word."""
-        if config.nuc_unit == "word" and word_starts is None:
+        if config.nuc_unit != "token" and word_starts is None:
             raise ValueError("NuC per word needs the tokenizer's word starts (core.words.word_start_flags)")
         self.model = model
         self.config = config
@@ -169,7 +169,10 @@ class ContinualReader:
             ).last_hidden_state[0]  # (T, hidden)
         novelty, last_logprobs = self._novelty(hidden, ids[0], pot.last_logprobs if pot else None)
         if self.word_starts is not None:
-            novelty = sum_over_words(novelty, self.word_starts[ids[0]])  # (T,)
+            starts = self.word_starts[ids[0]]  # (T,)
+            novelty = sum_over_words(novelty, starts)  # (T,)
+            if self.config.nuc_unit == "word-edges":
+                novelty = share_with_edges(novelty, starts)
 
         layers = hf_adapter.cache_layers(self.cache)
         kv_heads = layers[0][0].shape[1]

@@ -4,6 +4,10 @@ Tokenizers split one unit of information over several tokens: SmolLM2 and Llama-
 every digit of "71432" as its own token, so each digit costs only ~log(10) nats while the number as a whole
 costs ~11.5. Per-token NuC ranks those digits below ordinary essay words and the number is dropped; summed
 over the word, the number is as novel as it really is, and a word is kept or dropped as a whole.
+
+A kept word without its edges still misleads: with "27611." reduced to "27611" the model no longer sees
+where the number ends and copies a sixth digit ("276111"). `share_with_edges` gives the token just before
+and just after each word the word's score too, so a novel word is kept with the tokens that delimit it.
 """
 
 from __future__ import annotations
@@ -49,3 +53,20 @@ def sum_over_words(scores: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
     totals = torch.zeros(int(word[-1]) + 1, dtype=scores.dtype, device=scores.device)
     totals.scatter_add_(0, word, scores)  # (W,)
     return totals[word]
+
+
+def share_with_edges(word_scores: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+    """Each word's edge tokens raised to the score of the word beside them.
+
+    word_scores: (T,) float, constant within a word (sum_over_words); starts: (T,) bool as there. A word's
+    first token takes the higher of its own and the previous word's score, its last token the higher of its
+    own and the next word's, so the boundary tokens around a novel word rank with it.
+    """
+    starts = starts.clone()
+    starts[0] = True
+    shared = word_scores.clone()
+    shared[1:] = torch.where(starts[1:], torch.maximum(shared[1:], word_scores[:-1]), shared[1:])
+    ends = torch.zeros_like(starts)
+    ends[:-1] = starts[1:]  # (T,) True on a word's last token (the piece's last token has no next word)
+    shared[:-1] = torch.where(ends[:-1], torch.maximum(shared[:-1], word_scores[1:]), shared[:-1])
+    return shared

@@ -31,6 +31,11 @@ def test_read_ask_summarize_json_contract(capsys, tiny_model_dir, document):
     assert answer["reused_pot"] is True
     assert answer["ttft_seconds"] <= answer["seconds"]
 
+    question = ["ask", first["doc_id"], "What does the fox do?", "--max-new-tokens", "5"]
+    focused = run_json(capsys, question + ["--focus", "40", "--json"])
+    assert focused["answer_entries"] == 40 and answer["answer_entries"] == first["pot_entries"]
+    expect_one_line_error(capsys, question + ["--focus", "2"], "focus")
+
     summary = run_json(capsys, ["summarize", first["doc_id"], "--max-new-tokens", "5", "--json"])
     assert {"summary", "seconds"} <= summary.keys()
 

@@ -171,3 +171,36 @@ def test_a_full_pot_is_distilled_for_the_answer_within_the_bound():
     assert stats.compressed_for_answer
     assert max(lengths) <= config.pot_size
     assert stats.new_tokens > 0
+
+
+def test_a_focused_answer_reads_a_question_distilled_copy_of_that_size():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=160, keep_size=80, forward_tokens=40))
+    pot = engine.read([random_ids(600, seed=8)])
+    keys_before, entries_before = [k.clone() for k in pot.keys], pot.entries
+    question = "What is the passkey?"
+    lengths = record_cache_lengths(engine.model)
+    focused = AnswerStats()
+    "".join(engine.answer(pot, question, max_new_tokens=10, stats=focused, focus=40))
+    assert focused.compressed_for_answer
+    assert focused.answer_pot.entries == 40
+    # the answer starts from the 40 focused entries plus the question, not from the whole pot
+    assert min(lengths[-focused.new_tokens :]) >= 40 + len(engine.request_ids(question))
+    assert max(lengths[-focused.new_tokens :]) < entries_before
+    # the question is the catalyst: a different question keeps different entries
+    other = AnswerStats()
+    "".join(engine.answer(pot, "Summarize the second half of the text in detail.", 10, other, focus=40))
+    assert not torch.equal(focused.answer_pot.origin, other.answer_pot.origin)
+    # the stored pot is untouched, and an unfocused answer still reads all of it
+    assert pot.entries == entries_before
+    assert all(torch.equal(a, b) for a, b in zip(keys_before, pot.keys, strict=True))
+    whole = AnswerStats()
+    "".join(engine.answer(pot, question, max_new_tokens=10, stats=whole))
+    assert not whole.compressed_for_answer and whole.answer_pot is pot
+
+
+@pytest.mark.parametrize("focus", [0, 3, 160, 5000])
+def test_an_impossible_focus_is_a_clear_error(focus):
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=160, keep_size=80, forward_tokens=40))
+    pot = engine.read([random_ids(300, seed=2)])
+    with pytest.raises(ValueError, match="focus"):
+        list(engine.answer(pot, "What is the passkey?", max_new_tokens=4, focus=focus))

@@ -6,7 +6,7 @@ from tiny_models import tiny_loaded, tiny_tokenizer
 
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
-from infinipot.core.words import sum_over_words, token_starts_word, word_start_flags
+from infinipot.core.words import share_with_edges, sum_over_words, token_starts_word, word_start_flags
 
 
 @pytest.mark.parametrize(
@@ -22,6 +22,23 @@ def test_sum_over_words_gives_every_token_its_words_total():
     scores = torch.tensor([1.0, 2.0, 0.5, 0.5, 3.0, 4.0])
     starts = torch.tensor([False, True, False, False, True, False])  # the first token always starts a word
     assert torch.equal(sum_over_words(scores, starts), torch.tensor([1.0, 3.0, 3.0, 3.0, 7.0, 7.0]))
+
+
+def test_edge_tokens_take_the_score_of_the_word_beside_them():
+    # words: [" is"] [" 27611" as " ", "2", "7"] ["."] [" Remember"]; the number is the novel word
+    words = torch.tensor([1.0, 9.0, 9.0, 9.0, 0.5, 2.0])
+    starts = torch.tensor([True, True, False, False, True, True])
+    shared = share_with_edges(words, starts)
+    # " is" ends just before the number and "." starts just after it: both rank with it; " Remember",
+    # two words away, keeps its own score, and the number's inner token is unchanged
+    assert torch.equal(shared, torch.tensor([9.0, 9.0, 9.0, 9.0, 9.0, 2.0]))
+
+
+def test_a_word_never_loses_score_by_sharing_with_its_edges():
+    scores = torch.rand(40) * 5
+    starts = torch.rand(40) < 0.4
+    words = sum_over_words(scores, starts)
+    assert bool((share_with_edges(words, starts) >= words).all())
 
 
 def test_digits_continue_the_number_they_belong_to():
@@ -49,7 +66,7 @@ def plain_token_cross_entropy(engine: Engine, ids: list[int]) -> torch.Tensor:
     return torch.cat([torch.zeros(1), nll])[len(engine.prefix_ids) :]
 
 
-@pytest.mark.parametrize("unit", ["token", "word"])
+@pytest.mark.parametrize("unit", ["token", "word", "word-edges"])
 def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
     loaded = tiny_loaded("llama")
     text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
@@ -60,16 +77,24 @@ def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
     assert pot.cycles == 0
     novelty = pot.novelty[0, 0, len(engine.prefix_ids) :]  # (T,) the same in every layer and head
     expected = plain_token_cross_entropy(engine, ids)
-    if unit == "word":
+    if unit != "token":
         starts = engine.word_starts()[torch.tensor(ids)].clone()
-        starts |= torch.arange(len(ids)) % 17 == 0  # the opening is read on its own, then pieces of 17
+        piece_starts = torch.arange(len(ids)) % 17 == 0  # the opening is read on its own, then pieces of 17
+        starts |= piece_starts
         expected = sum_over_words(expected, starts)
+        if unit == "word-edges":  # edges are shared within a forward piece, never across its cut
+            bare = expected
+            expected = torch.cat(
+                [share_with_edges(expected[i : i + 17], starts[i : i + 17]) for i in range(0, len(ids), 17)]
+            )
+            assert not torch.allclose(novelty, bare, atol=1e-3)
         assert not torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
     assert torch.allclose(novelty, expected, atol=1e-3)
 
 
 def test_word_unit_is_part_of_the_pot_identity_and_validated():
-    assert PotConfig().identity()["nuc_unit"] == "word"
+    assert PotConfig().identity()["nuc_unit"] == "word-edges"
     assert PotConfig(nuc_unit="token").identity() != PotConfig().identity()
+    assert PotConfig(nuc_unit="word").identity() != PotConfig().identity()
     with pytest.raises(ValueError, match="NuC unit"):
         PotConfig(nuc_unit="sentence")
