@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--keep", type=int, default=2048)
     parser.add_argument("--method", default="infinipot")
     parser.add_argument("--ratio", type=float, default=0.5, help="NuC share alpha")
-    parser.add_argument("--nuc-unit", default="word-edges", choices=NUC_UNITS, help="NuC per word or per token")
+    parser.add_argument("--nuc-unit", default="word", choices=NUC_UNITS, help="NuC per word or per token")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--capq", action="store_true", help="read with the question in the catalyst prompt")
     parser.add_argument(

@@ -20,8 +20,9 @@ class PotConfig:
     # What NuC scores: "word" sums the cross-entropy over each word's tokens (core.words: a 5-digit number
     # written as five digit tokens is one novel unit, not five ordinary ones); "word-edges" also gives the
     # tokens on either side of a word its score, so a kept number keeps what ends it; "token" is the paper's
-    # literal per-token score. "word-edges" is the default on evidence (README, "Passkey retrieval").
-    nuc_unit: str = "word-edges"
+    # literal per-token score. "word" is the default; "word-edges" found one more of nine 16K passkeys
+    # (README, "Passkey retrieval") and is an option until it has more evidence.
+    nuc_unit: str = "word"
     # Scoring strategy, one of core.scorers.METHODS.
     method: str = "infinipot"
     # "general" (CaP-G) or "question" (CaP-Q, needs `question`).
