@@ -67,6 +67,11 @@ class PotConfig:
             raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
 
     @property
+    def nuc_per_word(self) -> bool:
+        """Whether NuC is scored per word (needs the tokenizer's word starts, core.words.word_start_flags)."""
+        return self.nuc_unit != "token"
+
+    @property
     def rolling_step(self) -> int:
         """Tokens a rolling window reads between two evictions (`window_step`, default |M| / 16)."""
         return self.window_step if self.window_step is not None else max(1, self.pot_size // 16)

@@ -69,7 +69,7 @@ class Engine:
 
     def word_starts(self) -> torch.Tensor | None:
         """(V,) bool word starts for NuC per word, built on first use (a pass over the vocabulary, ~0.3 s)."""
-        if self.config.nuc_unit != "token" and self._word_starts is None:
+        if self.config.nuc_per_word and self._word_starts is None:
             vocab = self.model.get_output_embeddings().weight.shape[0]
             self._word_starts = word_start_flags(self.tokenizer, vocab)
         return self._word_starts
@@ -97,11 +97,6 @@ class Engine:
         """
         if not question or not question.strip():
             raise ValueError("the question is empty")
-        if focus is not None and not self.config.min_sink_tokens < focus < self.config.pot_size:
-            raise ValueError(
-                f"focus must be between {self.config.min_sink_tokens + 1} and {self.config.pot_size - 1} entries, "
-                f"got {focus}"
-            )
         return self._respond(pot, self.request_ids(question), max_new_tokens, stats or AnswerStats(), focus)
 
     def summarize(self, pot: Pot, max_new_tokens: int = 256, stats: AnswerStats | None = None) -> Iterator[str]:
@@ -140,13 +135,17 @@ class Engine:
         cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
         stats.answer_pot = pot
         scorer = make_scorer(self.config.method, self.config.nuc_ratio)
+        sinks = scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
+        if focus is not None and not sinks < focus < limit:
+            raise ValueError(
+                f"focus must be between {sinks + 1} and {limit - 1} entries (the pot's {sinks} attention sinks "
+                f"are always kept), got {focus}"
+            )
         if not scorer.compresses:  # full: no bound, only the model's context and free memory limit it
             check_full_context(self.model, pot.entries + needed, held=pot.entries)
             return cache, pot.next_position, pot.entries
-        sinks = scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
-        if focus is not None and focus <= sinks:
-            raise ValueError(f"focus must be more than the pot's {sinks} attention-sink entries, got {focus}")
-        if focus is not None and focus < pot.entries and pot.entries + request_len <= limit and focus + needed <= limit:
+        request_fits = pot.entries + request_len <= limit
+        if focus is not None and focus < pot.entries and request_fits and focus + needed <= limit:
             return self._distilled_cache(cache, pot, scorer, request, focus, sinks, stats)
         if pot.entries + needed <= limit:
             return cache, pot.next_position, pot.entries
@@ -162,7 +161,7 @@ class Engine:
         if focus is not None:
             keep = min(keep, focus)
         # The request itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
-        catalyst_ids = request if pot.entries + request_len <= limit else self.catalyst_ids
+        catalyst_ids = request if request_fits else self.catalyst_ids
         return self._distilled_cache(cache, pot, scorer, catalyst_ids, keep, sinks, stats)
 
     def _distilled_cache(self, cache, pot: Pot, scorer, catalyst_ids: list[int], keep: int, sinks: int, stats):

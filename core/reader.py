@@ -41,7 +41,7 @@ class ContinualReader:
         word_starts: torch.Tensor | None = None,
     ) -> None:
         """`word_starts`: (V,) bool from core.words.word_start_flags, needed when NuC is scored per word."""
-        if config.nuc_unit != "token" and word_starts is None:
+        if config.nuc_per_word and word_starts is None:
             raise ValueError("NuC per word needs the tokenizer's word starts (core.words.word_start_flags)")
         self.model = model
         self.config = config
@@ -49,7 +49,7 @@ class ContinualReader:
         self.scorer = make_scorer(config.method, config.nuc_ratio)
         self.on_step = on_step
         self.device = next(model.parameters()).device
-        self.word_starts = None if config.nuc_unit == "token" else word_starts.to(self.device)
+        self.word_starts = word_starts.to(self.device) if config.nuc_per_word else None
         self.layers = model.config.num_hidden_layers
         self.cache = None
         self.pot: Pot | None = None
