@@ -59,6 +59,10 @@ class Pot:
             out["source"] = self.source
         return out
 
+    def clone(self) -> Pot:
+        """A copy sharing no tensor with this pot (a reader snapshot must survive later reads)."""
+        return Pot.from_tensors({name: t.clone() for name, t in self.tensors().items()}, self.counters())
+
     def counters(self) -> dict[str, int]:
         return {
             "next_position": self.next_position,

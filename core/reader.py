@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -21,6 +23,16 @@ from .words import share_with_edges, sum_over_words
 
 # Rows of LM-head logits computed at once for NuC: bounds the (rows, vocab) buffer to ~50 MB at 49K vocab.
 _NOVELTY_ROWS = 256
+
+
+@dataclass(frozen=True)
+class ReaderState:
+    """What a reader carries from one `feed` to the next, detached from it (see ContinualReader.snapshot)."""
+
+    pot: Pot
+    evidence: dict[str, torch.Tensor]  # ReadingEvidence.tensors
+    tail: TailQueue | None
+    sink_tokens: int
 
 
 class ContinualReader:
@@ -105,6 +117,24 @@ class ContinualReader:
         if self.scorer.reads_ends_only:
             self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
         self.cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+
+    def snapshot(self) -> ReaderState:
+        """The state between two `feed` calls; `restore` continues from it as if nothing had been read since."""
+        return ReaderState(
+            pot=self.pot.clone(),
+            evidence={name: t.clone() for name, t in self.evidence.tensors.items()},
+            tail=copy.deepcopy(self.tail),
+            sink_tokens=self.sink_tokens,
+        )
+
+    @torch.inference_mode()
+    def restore(self, state: ReaderState) -> None:
+        """Go back to a snapshot: the next `feed` reads exactly as it would have right after the snapshot."""
+        self.pot = state.pot.clone()
+        self.evidence.tensors = {name: t.clone() for name, t in state.evidence.items()}
+        self.tail = copy.deepcopy(state.tail)
+        self.sink_tokens = state.sink_tokens
+        self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values, strict=True)))
 
     @torch.inference_mode()
     def feed(self, ids: list[int]) -> None:

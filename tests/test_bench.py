@@ -4,7 +4,8 @@ import json
 
 import pytest
 from test_cli import expect_one_line_error
-from tiny_models import build_model, tiny_tokenizer
+from test_methods import assert_same_pot
+from tiny_models import build_model, random_ids, tiny_loaded, tiny_tokenizer
 
 from infinipot.app.bench import niah as bench_niah
 from infinipot.app.bench import speed as bench_speed
@@ -12,6 +13,8 @@ from infinipot.app.bench.haystack import haystack_ids, passkey_document, passkey
 from infinipot.app.bench.results import length_label, parse_length
 from infinipot.app.cli import build_parser, main
 from infinipot.app.niah import needle_sentence
+from infinipot.core.config import PotConfig
+from infinipot.core.engine import Engine
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -113,6 +116,45 @@ def test_bench_speed_measures_each_method_in_a_fresh_process_and_resumes(capsys,
 
     monkeypatch.setattr(bench_speed, "_measure_in_child", no_more_runs)
     assert main(argv) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["infinipot", "h2o", "truncate"])
+def test_documents_that_open_alike_share_one_read_of_the_opening_and_get_their_own_pots(method):
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=128, keep_size=48, forward_tokens=40, method=method))
+    documents = [random_ids(300, seed=5) for _ in range(3)]
+    for i, document in enumerate(documents[1:], start=1):
+        document[150:] = random_ids(150, seed=i)  # alike up to token 150, like passkey trials up to the needle
+    reading = bench_niah.SharedOpeningReader(engine, documents, chunk_tokens=64)
+    assert reading.shared_tokens == 128  # the two whole chunks before the documents part
+    for document in reversed(documents):
+        pot, seconds = reading.read(document)
+        assert seconds > 0
+        assert_same_pot(pot, engine.read(bench_niah.document_chunks(document, 64)))
+    with pytest.raises(ValueError, match="shared"):
+        reading.read(random_ids(300, seed=9))
+
+
+def test_bench_niah_answers_again_from_a_focused_copy_and_reports_it(capsys, tmp_path, tiny_model_dir, monkeypatch):
+    monkeypatch.setattr(bench_niah, "_CHUNK_TOKENS", 64)  # tiny documents in several chunks, so trials share some
+    out = tmp_path / "niah"
+    argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "300", "--depths", "0.8"]
+    argv += ["--trials", "3", "--methods", "infinipot", "--pot-size", "192", "--keep", "96", "--focus", "80"]
+    argv += ["--max-new-tokens", "3", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    records = jsonl(out / "niah.jsonl")[1:]
+    assert len(records) == 3
+    for r in records:
+        assert r["focus_entries"] == 80 and isinstance(r["focus_found"], bool) and "focus_answer" in r
+        assert r["shared_tokens"] == 192  # the needle near 0.8 of 300 tokens lies in the fourth chunk of 64
+    assert jsonl(out / "niah.jsonl")[0]["settings"]["focus"] == 80
+    table = (out / "niah.md").read_text()
+    assert "| infinipot |" in table and "| infinipot+focus80 |" in table
+    summary = json.loads((out / "niah.json").read_text())
+    focused = [c for c in summary["cells"] if c["method"] == "infinipot+focus80"]
+    assert focused[0]["trials"] == 3 and focused[0]["found"] == sum(r["focus_found"] for r in records)
+    assert (out / "niah_infinipot+focus80.png").read_bytes()[:8] == PNG_MAGIC
+    capsys.readouterr()
+    expect_one_line_error(capsys, [*argv[:-6], "--focus", "192", "--out", str(tmp_path / "x")], "focus")
 
 
 @pytest.mark.parametrize("bench", ["niah", "speed"])

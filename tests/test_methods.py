@@ -246,3 +246,40 @@ def test_truncate_through_the_service_reads_the_documents_end(tiny_model_dir, do
     assert pot.document_tokens == whole.tokens
     assert int(pot.origin.max()) == pot.prefix_len + whole.tokens - 1  # the document's last token is in the pot
     assert pot.entries <= config.pot_size
+
+
+def assert_same_pot(a, b):
+    assert a.counters() == b.counters()
+    ours, theirs = a.tensors(), b.tensors()
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert torch.equal(ours[name], theirs[name]), name
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_restored_reader_snapshot_reads_on_exactly_as_an_unbroken_read(method):
+    engine = Engine(tiny_loaded("llama"), small_config(method))
+    first, second = random_ids(330, seed=3), random_ids(330, seed=4)
+    second[:150] = first[:150]  # two documents that open alike, as the trials of a passkey cell do
+    opening, first_rest, second_rest = first[:150], first[150:], second[150:]
+
+    reader = engine.new_reader()
+    reader.start(engine.prefix_ids)
+    reader.feed(opening[:90])
+    reader.feed(opening[90:])
+    state = reader.snapshot()
+    reader.feed(first_rest)
+    first_pot = reader.finish()
+    reader.restore(state)
+    reader.feed(second_rest)
+    second_pot = reader.finish()
+    reader.restore(state)  # the snapshot is untouched by the reads made after it
+    reader.feed(first_rest)
+    first_again = reader.finish()
+
+    scorer = make_scorer(method, 0.5)
+    assert first_pot.cycles > 0 or not scorer.compresses or scorer.reads_ends_only
+    assert_same_pot(first_pot, engine.read([opening[:90], opening[90:], first_rest]))
+    assert_same_pot(second_pot, engine.read([opening[:90], opening[90:], second_rest]))
+    assert_same_pot(first_again, first_pot)
+    assert not torch.equal(first_pot.values[-1], second_pot.values[-1])  # the second read was its own

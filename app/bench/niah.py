@@ -21,6 +21,7 @@ from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
+from infinipot.core.pot import Pot
 from infinipot.core.scorers import make_scorer
 
 # Documents go to the reader in pieces of this many tokens, as a file's token stream would.
@@ -42,6 +43,8 @@ class NiahSettings:
     device: str = "auto"
     # "question": CaP-Q, each trial's document read with that trial's question in the catalyst prompt.
     cap: str = "general"
+    # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
+    focus: int | None = None
 
     def __post_init__(self) -> None:
         if not self.lengths or not self.depths or not self.methods:
@@ -52,6 +55,8 @@ class NiahSettings:
             raise ValueError(f"max new tokens must be positive, got {self.max_new_tokens}")
         if self.cap not in CAP_MODES:
             raise ValueError(f"CaP mode must be one of {', '.join(CAP_MODES)}, got {self.cap!r}")
+        if self.focus is not None and not 0 < self.focus < self.pot_size:
+            raise ValueError(f"focus must be between 1 and the pot size - 1 ({self.pot_size - 1}), got {self.focus}")
 
     def pot_config(self, method: str) -> PotConfig:
         keep = self.keep if self.keep is not None else self.pot_size // 2
@@ -70,33 +75,103 @@ class NiahSettings:
             "question": QUESTION,
             # only when not the default, so folders written before this setting existed still resume
             **({"cap": self.cap} if self.cap != "general" else {}),
+            **({"focus": self.focus} if self.focus is not None else {}),
         }
 
+    def focus_label(self, method: str) -> str:
+        """The report's name for a method's focused answers."""
+        return f"{method}+focus{self.focus}"
 
-def run_trial(engine: Engine, document: list[int], key: str, max_new_tokens: int) -> dict:
+
+def document_chunks(document: list[int], size: int | None = None) -> list[list[int]]:
+    size = size or _CHUNK_TOKENS
+    return [document[i : i + size] for i in range(0, len(document), size)]
+
+
+class SharedOpeningReader:
+    """Reads documents that open with the same chunks, reading those chunks once.
+
+    The trials of one cell differ only from their needle on, so the reader's state after the chunks they
+    share is snapshotted and restored for each document. Pieces and compressions fall exactly where a
+    separate read of the document puts them (the same chunks are fed in the same order), so each pot equals
+    that read's; a long document with a late needle is read in full only once instead of once per trial.
+    """
+
+    def __init__(self, engine: Engine, documents: list[list[int]], chunk_tokens: int | None = None) -> None:
+        self.engine = engine
+        self.chunk_tokens = chunk_tokens
+        chunked = [document_chunks(d, chunk_tokens) for d in documents]
+        shared = 0
+        if len(chunked) > 1:
+            # every document keeps at least its last chunk to itself
+            while shared < min(len(c) for c in chunked) - 1 and all(c[shared] == chunked[0][shared] for c in chunked):
+                shared += 1
+        self.opening = chunked[0][:shared]
+        self.reader = None
+        self.state = None
+        self.opening_seconds = 0.0
+
+    @property
+    def shared_tokens(self) -> int:
+        return sum(len(chunk) for chunk in self.opening)
+
+    def read(self, document: list[int]) -> tuple[Pot, float]:
+        """The document's pot and the seconds a separate read would have taken (the shared opening's included)."""
+        chunks = document_chunks(document, self.chunk_tokens)
+        if chunks[: len(self.opening)] != self.opening:
+            raise ValueError("this document does not open with the shared chunks")
+        if self.state is None:
+            started = time.perf_counter()
+            self.reader = self.engine.new_reader()
+            self.reader.start(self.engine.prefix_ids)
+            for chunk in self.opening:
+                self.reader.feed(chunk)
+            self.state = self.reader.snapshot()
+            self.opening_seconds = time.perf_counter() - started
+        else:
+            self.reader.restore(self.state)
+        started = time.perf_counter()
+        for chunk in chunks[len(self.opening) :]:
+            self.reader.feed(chunk)
+        pot = self.reader.finish()
+        return pot, self.opening_seconds + time.perf_counter() - started
+
+
+def run_trial(
+    engine: Engine, reading: SharedOpeningReader, document: list[int], key: str, settings: NiahSettings
+) -> dict:
     """Read one passkey document and ask for the key; refused (not failed) when `full` cannot hold it."""
     request = engine.request_ids(QUESTION)
     if not make_scorer(engine.config.method, engine.config.nuc_ratio).compresses:
         try:
-            check_full_context(engine.model, len(engine.prefix_ids) + len(document) + len(request) + max_new_tokens)
+            needed = len(engine.prefix_ids) + len(document) + len(request) + settings.max_new_tokens
+            check_full_context(engine.model, needed)
         except FullContextError as exc:
             return {"status": "refused", "reason": str(exc)}
-    started = time.perf_counter()
-    pot = engine.read(document[i : i + _CHUNK_TOKENS] for i in range(0, len(document), _CHUNK_TOKENS))
-    read_seconds = time.perf_counter() - started
+    pot, read_seconds = reading.read(document)
     stats = AnswerStats()
-    answer = "".join(engine.answer(pot, QUESTION, max_new_tokens, stats)).strip()
-    return {
+    answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, stats)).strip()
+    outcome = {
         "status": "ok",
         "answer": answer,
         "found": found_key(answer, key),
         "read_seconds": round(read_seconds, 3),
+        "shared_tokens": reading.shared_tokens,
         "answer_seconds": round(stats.seconds, 3),
         "tokens": pot.document_tokens,
         "cycles": pot.cycles,
         "peak_entries": max(pot.peak_entries, stats.peak_entries),
         "pot_entries": pot.entries,
     }
+    if settings.focus is not None:  # the same pot asked again through a question-distilled copy (ask --focus)
+        focused = AnswerStats()
+        answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, focused, focus=settings.focus)).strip()
+        outcome |= {
+            "focus_answer": answer,
+            "focus_found": found_key(answer, key),
+            "focus_entries": focused.answer_entries,
+        }
+    return outcome
 
 
 def run(settings: NiahSettings, loaded, log=print) -> list[dict]:
@@ -107,33 +182,52 @@ def run(settings: NiahSettings, loaded, log=print) -> list[dict]:
     haystack = None
     for length in settings.lengths:
         for depth in settings.depths:
-            for trial in range(settings.trials):
-                todo = [m for m in settings.methods if (m, length, depth, trial) not in done]
-                if not todo:
-                    continue
-                if haystack is None or len(haystack) < length:
-                    haystack = haystack_ids(loaded.tokenizer, max(settings.lengths))
-                key = passkey_key(settings.seed, length, depth, trial)
-                document = passkey_document(loaded.tokenizer, haystack, length, depth, key)
-                for method in todo:
-                    outcome = run_trial(engines[method], document, key, settings.max_new_tokens)
-                    record = {"method": method, "length": length, "depth": depth, "trial": trial, "key": key}
+            todo = {
+                m: [t for t in range(settings.trials) if (m, length, depth, t) not in done] for m in settings.methods
+            }
+            if not any(todo.values()):
+                continue
+            if haystack is None or len(haystack) < length:
+                haystack = haystack_ids(loaded.tokenizer, max(settings.lengths))
+            keys = {t: passkey_key(settings.seed, length, depth, t) for t in range(settings.trials)}
+            documents = {t: passkey_document(loaded.tokenizer, haystack, length, depth, keys[t]) for t in keys}
+            for method, trials in todo.items():
+                reading = SharedOpeningReader(engines[method], [documents[t] for t in trials]) if trials else None
+                for trial in trials:
+                    outcome = run_trial(engines[method], reading, documents[trial], keys[trial], settings)
+                    record = {"method": method, "length": length, "depth": depth, "trial": trial, "key": keys[trial]}
                     results.append({**record, **outcome})
-                    shown = "refused" if outcome["status"] == "refused" else ("found" if outcome["found"] else "missed")
-                    log(f"{method} {length_label(length)} depth {depth} trial {trial}: {shown}")
+                    log(f"{method} {length_label(length)} depth {depth} trial {trial}: {_shown(outcome)}")
     return results.records
+
+
+def _shown(outcome: dict) -> str:
+    if outcome["status"] == "refused":
+        return "refused"
+    shown = "found" if outcome["found"] else "missed"
+    if "focus_found" in outcome:
+        shown += ", focused: " + ("found" if outcome["focus_found"] else "missed")
+    return shown
 
 
 def write_reports(settings: NiahSettings, records: list[dict]) -> list[Path]:
     from infinipot.app.bench import report
 
-    summary = report.niah_summary(records, settings.methods, settings.lengths, settings.depths)
+    labels = list(settings.methods)
+    if settings.focus is not None:  # focused answers are reported as a method of their own
+        labels += [settings.focus_label(m) for m in settings.methods]
+        records = records + [
+            {**r, "method": settings.focus_label(r["method"]), "found": r["focus_found"], "answer": r["focus_answer"]}
+            for r in records
+            if "focus_found" in r
+        ]
+    summary = report.niah_summary(records, labels, settings.lengths, settings.depths)
     paths = [
         report.write_json(settings.out / "niah.json", {"settings": settings.identity(), "cells": summary}),
-        report.write_text(settings.out / "niah.md", report.niah_table(summary, settings)),
+        report.write_text(settings.out / "niah.md", report.niah_table(summary, settings, labels)),
     ]
-    for method in settings.methods:
-        paths.append(report.niah_heatmap(summary, method, settings, settings.out / f"niah_{method}.png"))
+    for label in labels:
+        paths.append(report.niah_heatmap(summary, label, settings, settings.out / f"niah_{label}.png"))
     return paths
 
 
@@ -151,6 +245,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cap", default="general", choices=CAP_MODES, help="question: read each trial with its question in the CaP"
     )
+    parser.add_argument(
+        "--focus",
+        type=int,
+        default=None,
+        help="also answer each trial from its pot distilled to this many entries with the question (as ask --focus)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> NiahSettings:
@@ -167,6 +267,7 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         seed=args.seed,
         device=args.device,
         cap=args.cap,
+        focus=args.focus,
     )
 
 

@@ -60,18 +60,24 @@ def _cell_text(cell: dict) -> str:
     return "refused" if cell["refused"] else "-"
 
 
-def niah_table(cells: list[dict], settings) -> str:
-    """Rows: methods; columns: lengths; each cell the accuracy (%) at every depth, like the paper's Table 4."""
+def niah_table(cells: list[dict], settings, labels) -> str:
+    """Rows: methods (`labels`); columns: lengths; each cell the accuracy (%) at every depth, like Table 4."""
     depths = "/".join(f"{d:g}" for d in settings.depths)
     lines = [
         f"Passkey retrieval accuracy (%) at depths {depths}; model `{settings.model}`, pot |M| = {settings.pot_size}, "
         f"{settings.trials} trial(s) per cell"
-        + (", question-aware catalyst (CaP-Q)." if settings.cap == "question" else "."),
+        + (", question-aware catalyst (CaP-Q)" if settings.cap == "question" else "")
+        + (
+            f"; `+focus{settings.focus}`: the same pots answered from a copy distilled to {settings.focus} entries "
+            "with the question as catalyst (`ask --focus`)."
+            if settings.focus is not None
+            else "."
+        ),
         "",
         "| method | " + " | ".join(length_label(n) for n in settings.lengths) + " |",
         "|---|" + "---|" * len(settings.lengths),
     ]
-    for method in settings.methods:
+    for method in labels:
         row = []
         for length in settings.lengths:
             mine = [c for c in cells if c["method"] == method and c["length"] == length]
