@@ -9,7 +9,7 @@ from tiny_models import build_model, random_ids, tiny_loaded, tiny_tokenizer
 
 from infinipot.app.bench import niah as bench_niah
 from infinipot.app.bench import speed as bench_speed
-from infinipot.app.bench.haystack import haystack_ids, passkey_document, passkey_key
+from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_document, passkey_key
 from infinipot.app.bench.results import length_label, parse_length
 from infinipot.app.cli import build_parser, main
 from infinipot.app.niah import needle_sentence
@@ -49,6 +49,10 @@ def test_passkey_document_has_the_length_and_the_needle_near_the_depth():
     text = tokenizer.decode(document)
     assert needle_sentence(key).strip() in text
     assert 0.3 < text.index(key) / len(text) < 0.6
+    occurrences = key_occurrences(tokenizer, document, key)
+    assert len(occurrences) == 2  # "The pass key is K. Remember it. K is the pass key."
+    for indices in occurrences:
+        assert tokenizer.decode([document[i] for i in indices]).replace(" ", "") == key
 
 
 def test_bench_niah_writes_results_and_resumes_after_an_interruption(capsys, tmp_path, tiny_model_dir, monkeypatch):
@@ -63,8 +67,12 @@ def test_bench_niah_writes_results_and_resumes_after_an_interruption(capsys, tmp
     assert {r["status"] for r in records} == {"ok"}
     assert all(r["peak_entries"] <= 192 for r in records if r["method"] != "full")
     assert all(r["tokens"] == 250 for r in records)
+    assert all(r["key_kept"] == 1.0 for r in records if r["method"] == "full")  # nothing is ever dropped
+    streaming = {r["depth"]: r["key_kept"] for r in records if r["method"] == "streaming"}
+    assert streaming == {0.2: 0.0, 0.8: 1.0}  # the window lost the early needle and holds the late one
     table = (out / "niah.md").read_text()
     assert "| infinipot |" in table and "| full |" in table
+    assert "| full | 100/100 |" in table.split("held the whole key")[1]
     summary = json.loads((out / "niah.json").read_text())
     assert len(summary["cells"]) == 3 * 2 and all(c["trials"] == 2 for c in summary["cells"])
     for method in ("infinipot", "streaming", "full"):

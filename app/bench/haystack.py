@@ -46,3 +46,20 @@ def passkey_document(tokenizer, haystack: list[int], length: int, depth: float, 
 
 def _sentence_ends(tokenizer, ids: list[int]) -> list[int]:
     return [i for i, token in enumerate(ids) if tokenizer.decode([token]).rstrip().endswith((".", "?", "!"))]
+
+
+def key_occurrences(tokenizer, document: list[int], key: str) -> list[list[int]]:
+    """Document indices of the tokens spelling each occurrence of `key` (runs of digit tokens that read as it)."""
+    occurrences, run, text = [], [], ""
+    for index, token in enumerate(document):
+        piece = tokenizer.decode([token]).strip()
+        if piece.isdigit():
+            run.append(index)
+            text += piece
+            continue
+        if text == key:
+            occurrences.append(run)
+        run, text = [], ""
+    if text == key:
+        occurrences.append(run)
+    return occurrences

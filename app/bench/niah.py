@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from infinipot.app.bench.haystack import haystack_ids, passkey_document, passkey_key
+import torch
+
+from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_document, passkey_key
 from infinipot.app.bench.results import ResultLog, length_label, parse_depths, parse_lengths, parse_methods
 from infinipot.app.niah import QUESTION, found_key
 from infinipot.core.capacity import check_full_context
@@ -149,6 +151,7 @@ def run_trial(
         except FullContextError as exc:
             return {"status": "refused", "reason": str(exc)}
     pot, read_seconds = reading.read(document)
+    kept = key_kept(pot, key_occurrences(engine.tokenizer, document, key))
     stats = AnswerStats()
     answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, stats)).strip()
     outcome = {
@@ -158,6 +161,7 @@ def run_trial(
         "read_seconds": round(read_seconds, 3),
         "shared_tokens": reading.shared_tokens,
         "answer_seconds": round(stats.seconds, 3),
+        "key_kept": kept,
         "tokens": pot.document_tokens,
         "cycles": pot.cycles,
         "peak_entries": max(pot.peak_entries, stats.peak_entries),
@@ -172,6 +176,19 @@ def run_trial(
             "focus_entries": focused.answer_entries,
         }
     return outcome
+
+
+def key_kept(pot: Pot, occurrences: list[list[int]]) -> float:
+    """Share of (layer, KV head) slots whose entries hold every token of at least one occurrence of the key.
+
+    Tells a pot that dropped the needle from a model that could not read it back out of a pot that kept it.
+    """
+    held = torch.zeros(pot.origin.shape[:2], dtype=torch.bool)  # (L, H_kv)
+    for indices in occurrences:
+        stream = torch.tensor(indices, device=pot.origin.device) + pot.prefix_len  # (k,) origins of the key's tokens
+        present = (pot.origin[..., None] == stream).any(dim=2)  # (L, H_kv, k)
+        held |= present.all(dim=-1).cpu()
+    return round(held.float().mean().item(), 3)
 
 
 def run(settings: NiahSettings, loaded, log=print) -> list[dict]:

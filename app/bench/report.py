@@ -39,6 +39,7 @@ def niah_summary(records: list[dict], methods, lengths, depths) -> list[dict]:
                 runs = [r for r in records if (r["method"], r["length"], r["depth"]) == (method, length, depth)]
                 ok = [r for r in runs if r["status"] == "ok"]
                 found = sum(r["found"] for r in ok)
+                kept = [r["key_kept"] for r in ok if "key_kept" in r]
                 cells.append(
                     {
                         "method": method,
@@ -48,6 +49,7 @@ def niah_summary(records: list[dict], methods, lengths, depths) -> list[dict]:
                         "found": found,
                         "accuracy": found / len(ok) if ok else None,
                         "refused": len(runs) - len(ok),
+                        "key_kept": round(sum(kept) / len(kept), 3) if kept else None,
                         "read_seconds": round(sum(r["read_seconds"] for r in ok) / len(ok), 2) if ok else None,
                     }
                 )
@@ -82,6 +84,20 @@ def niah_table(cells: list[dict], settings, labels) -> str:
         for length in settings.lengths:
             mine = [c for c in cells if c["method"] == method and c["length"] == length]
             row.append("/".join(_cell_text(c) for c in mine))
+        lines.append(f"| {method} | " + " | ".join(row) + " |")
+    lines += [
+        "",
+        f"Share of (layer, KV head) slots whose pot held the whole key after reading (%), at depths {depths}: "
+        "a low accuracy beside a high share is the model failing to read a needle the pot kept.",
+        "",
+        "| method | " + " | ".join(length_label(n) for n in settings.lengths) + " |",
+        "|---|" + "---|" * len(settings.lengths),
+    ]
+    for method in settings.methods:
+        row = []
+        for length in settings.lengths:
+            mine = [c for c in cells if c["method"] == method and c["length"] == length]
+            row.append("/".join("-" if c["key_kept"] is None else f"{100 * c['key_kept']:.0f}" for c in mine))
         lines.append(f"| {method} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
