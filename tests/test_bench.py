@@ -73,6 +73,10 @@ def test_bench_niah_writes_results_and_resumes_after_an_interruption(capsys, tmp
     table = (out / "niah.md").read_text()
     assert "| infinipot |" in table and "| full |" in table
     assert "| full | 100/100 |" in table.split("held the whole key")[1]
+    found = {d: sum(r["found"] for r in records if (r["method"], r["depth"]) == ("infinipot", d)) for d in (0.2, 0.8)}
+    percent = {d: 100 * n / 2 for d, n in found.items()}
+    mean = (percent[0.2] + percent[0.8]) / 2
+    assert f"| infinipot | {percent[0.2]:.0f}/{percent[0.8]:.0f} (mean {mean:.0f}) |" in table
     summary = json.loads((out / "niah.json").read_text())
     assert len(summary["cells"]) == 3 * 2 and all(c["trials"] == 2 for c in summary["cells"])
     for method in ("infinipot", "streaming", "full"):

@@ -62,11 +62,20 @@ def _cell_text(cell: dict) -> str:
     return "refused" if cell["refused"] else "-"
 
 
+def _mean_text(cells: list[dict]) -> str:
+    """' (mean 27)': the accuracy averaged over depths, when there are several and all ran."""
+    accuracies = [c["accuracy"] for c in cells]
+    if len(accuracies) < 2 or None in accuracies:
+        return ""
+    return f" (mean {100 * sum(accuracies) / len(accuracies):.0f})"
+
+
 def niah_table(cells: list[dict], settings, labels) -> str:
     """Rows: methods (`labels`); columns: lengths; each cell the accuracy (%) at every depth, like Table 4."""
     depths = "/".join(f"{d:g}" for d in settings.depths)
     lines = [
-        f"Passkey retrieval accuracy (%) at depths {depths}; model `{settings.model}`, pot |M| = {settings.pot_size}, "
+        f"Passkey retrieval accuracy (%) at depths {depths} (and their mean); model `{settings.model}`, "
+        f"pot |M| = {settings.pot_size}, "
         f"{settings.trials} trial(s) per cell"
         + (", question-aware catalyst (CaP-Q)" if settings.cap == "question" else "")
         + (
@@ -83,7 +92,7 @@ def niah_table(cells: list[dict], settings, labels) -> str:
         row = []
         for length in settings.lengths:
             mine = [c for c in cells if c["method"] == method and c["length"] == length]
-            row.append("/".join(_cell_text(c) for c in mine))
+            row.append("/".join(_cell_text(c) for c in mine) + _mean_text(mine))
         lines.append(f"| {method} | " + " | ".join(row) + " |")
     lines += [
         "",
