@@ -125,7 +125,7 @@ def niah_heatmap(cells: list[dict], method: str, settings, path: Path) -> Path:
         labels[row][col] = _cell_text(cell)
         if cell["accuracy"] is not None:
             grid[row, col] = 100 * cell["accuracy"]
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(settings.lengths), 1.2 + 0.6 * len(settings.depths)))
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.6 + 0.9 * len(settings.lengths)), 1.2 + 0.6 * len(settings.depths)))
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#dddddd")
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=100, aspect="auto")
     for row in range(len(settings.depths)):
