@@ -20,7 +20,7 @@ from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_
 from infinipot.app.bench.results import ResultLog, length_label, parse_depths, parse_lengths, parse_methods
 from infinipot.app.niah import QUESTION, found_key
 from infinipot.core.capacity import check_full_context
-from infinipot.core.config import CAP_MODES, PotConfig
+from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
 from infinipot.core.pot import Pot
@@ -47,6 +47,7 @@ class NiahSettings:
     cap: str = "general"
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
     focus: int | None = None
+    nuc_unit: str = "word"
 
     def __post_init__(self) -> None:
         if not self.lengths or not self.depths or not self.methods:
@@ -57,13 +58,22 @@ class NiahSettings:
             raise ValueError(f"max new tokens must be positive, got {self.max_new_tokens}")
         if self.cap not in CAP_MODES:
             raise ValueError(f"CaP mode must be one of {', '.join(CAP_MODES)}, got {self.cap!r}")
+        if self.nuc_unit not in NUC_UNITS:
+            raise ValueError(f"NuC unit must be one of {', '.join(NUC_UNITS)}, got {self.nuc_unit!r}")
         if self.focus is not None and not 0 < self.focus < self.pot_size:
             raise ValueError(f"focus must be between 1 and the pot size - 1 ({self.pot_size - 1}), got {self.focus}")
 
     def pot_config(self, method: str) -> PotConfig:
         keep = self.keep if self.keep is not None else self.pot_size // 2
         question = QUESTION if self.cap == "question" else None  # every trial asks this question for its key
-        return PotConfig(pot_size=self.pot_size, keep_size=keep, method=method, cap_mode=self.cap, question=question)
+        return PotConfig(
+            pot_size=self.pot_size,
+            keep_size=keep,
+            method=method,
+            cap_mode=self.cap,
+            question=question,
+            nuc_unit=self.nuc_unit,
+        )
 
     def identity(self) -> dict:
         """What the results depend on besides the cell: a rerun must match it to reuse them."""
@@ -78,6 +88,7 @@ class NiahSettings:
             # only when not the default, so folders written before this setting existed still resume
             **({"cap": self.cap} if self.cap != "general" else {}),
             **({"focus": self.focus} if self.focus is not None else {}),
+            **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
         }
 
     def focus_label(self, method: str) -> str:
@@ -268,6 +279,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="also answer each trial from its pot distilled to this many entries with the question (as ask --focus)",
     )
+    parser.add_argument("--nuc-unit", default="word", choices=NUC_UNITS, help="what NuC scores (as in `read`)")
 
 
 def settings_from_args(args: argparse.Namespace) -> NiahSettings:
@@ -285,6 +297,7 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         device=args.device,
         cap=args.cap,
         focus=args.focus,
+        nuc_unit=args.nuc_unit,
     )
 
 
