@@ -35,6 +35,11 @@ class ReaderState:
     sink_tokens: int
 
 
+def _cache_over(pot: Pot):
+    """A fresh cache holding the pot's keys and values, for reading on after it."""
+    return hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+
+
 class ContinualReader:
     """Feeds tokens in pieces; compresses to |C| entries whenever the next piece would overflow the pot.
 
@@ -116,7 +121,7 @@ class ContinualReader:
         self.evidence.reset()
         if self.scorer.reads_ends_only:
             self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
-        self.cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+        self.cache = _cache_over(pot)
 
     def snapshot(self) -> ReaderState:
         """The state between two `feed` calls; `restore` continues from it as if nothing had been read since."""
@@ -134,7 +139,7 @@ class ContinualReader:
         self.evidence.tensors = {name: t.clone() for name, t in state.evidence.items()}
         self.tail = copy.deepcopy(state.tail)
         self.sink_tokens = state.sink_tokens
-        self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values, strict=True)))
+        self.cache = _cache_over(self.pot)
 
     @torch.inference_mode()
     def feed(self, ids: list[int]) -> None:
@@ -182,7 +187,7 @@ class ContinualReader:
             carried=self.evidence.tensors,
         )
         self.evidence.after_compression()
-        self.cache = hf_adapter.cache_from_layers(list(zip(self.pot.keys, self.pot.values, strict=True)))
+        self.cache = _cache_over(self.pot)
         self._check_bound()
 
     def _read(self, piece: list[int], prefix_len: int, start_index: int | None = None) -> None:

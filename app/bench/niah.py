@@ -47,7 +47,7 @@ class NiahSettings:
     cap: str = "general"
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
     focus: int | None = None
-    nuc_unit: str = "word"
+    nuc_unit: str = "word"  # validated by PotConfig, which main() builds for every method before loading the model
 
     def __post_init__(self) -> None:
         if not self.lengths or not self.depths or not self.methods:
@@ -58,8 +58,6 @@ class NiahSettings:
             raise ValueError(f"max new tokens must be positive, got {self.max_new_tokens}")
         if self.cap not in CAP_MODES:
             raise ValueError(f"CaP mode must be one of {', '.join(CAP_MODES)}, got {self.cap!r}")
-        if self.nuc_unit not in NUC_UNITS:
-            raise ValueError(f"NuC unit must be one of {', '.join(NUC_UNITS)}, got {self.nuc_unit!r}")
         if self.focus is not None and not 0 < self.focus < self.pot_size:
             raise ValueError(f"focus must be between 1 and the pot size - 1 ({self.pot_size - 1}), got {self.focus}")
 
@@ -94,6 +92,15 @@ class NiahSettings:
     def focus_label(self, method: str) -> str:
         """The report's name for a method's focused answers."""
         return f"{method}+focus{self.focus}"
+
+
+@dataclass(frozen=True)
+class PasskeyTrial:
+    """One trial's document, its key, and the document indices of each occurrence of the key's tokens."""
+
+    document: list[int]
+    key: str
+    key_tokens: list[list[int]]
 
 
 def document_chunks(document: list[int], size: int | None = None) -> list[list[int]]:
@@ -150,29 +157,26 @@ class SharedOpeningReader:
         return pot, self.opening_seconds + time.perf_counter() - started
 
 
-def run_trial(
-    engine: Engine, reading: SharedOpeningReader, document: list[int], key: str, settings: NiahSettings
-) -> dict:
+def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial, settings: NiahSettings) -> dict:
     """Read one passkey document and ask for the key; refused (not failed) when `full` cannot hold it."""
     request = engine.request_ids(QUESTION)
     if not make_scorer(engine.config.method, engine.config.nuc_ratio).compresses:
         try:
-            needed = len(engine.prefix_ids) + len(document) + len(request) + settings.max_new_tokens
+            needed = len(engine.prefix_ids) + len(trial.document) + len(request) + settings.max_new_tokens
             check_full_context(engine.model, needed)
         except FullContextError as exc:
             return {"status": "refused", "reason": str(exc)}
-    pot, read_seconds = reading.read(document)
-    kept = key_kept(pot, key_occurrences(engine.tokenizer, document, key))
+    pot, read_seconds = reading.read(trial.document)
     stats = AnswerStats()
     answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, stats)).strip()
     outcome = {
         "status": "ok",
         "answer": answer,
-        "found": found_key(answer, key),
+        "found": found_key(answer, trial.key),
         "read_seconds": round(read_seconds, 3),
         "shared_tokens": reading.shared_tokens,
         "answer_seconds": round(stats.seconds, 3),
-        "key_kept": kept,
+        "key_kept": key_kept(pot, trial.key_tokens),
         "tokens": pot.document_tokens,
         "cycles": pot.cycles,
         "peak_entries": max(pot.peak_entries, stats.peak_entries),
@@ -183,7 +187,7 @@ def run_trial(
         answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, focused, focus=settings.focus)).strip()
         outcome |= {
             "focus_answer": answer,
-            "focus_found": found_key(answer, key),
+            "focus_found": found_key(answer, trial.key),
             "focus_entries": focused.answer_entries,
         }
     return outcome
@@ -217,15 +221,20 @@ def run(settings: NiahSettings, loaded, log=print) -> list[dict]:
                 continue
             if haystack is None or len(haystack) < length:
                 haystack = haystack_ids(loaded.tokenizer, max(settings.lengths))
-            keys = {t: passkey_key(settings.seed, length, depth, t) for t in range(settings.trials)}
-            documents = {t: passkey_document(loaded.tokenizer, haystack, length, depth, keys[t]) for t in keys}
-            for method, trials in todo.items():
-                reading = SharedOpeningReader(engines[method], [documents[t] for t in trials]) if trials else None
-                for trial in trials:
-                    outcome = run_trial(engines[method], reading, documents[trial], keys[trial], settings)
-                    record = {"method": method, "length": length, "depth": depth, "trial": trial, "key": keys[trial]}
+            trials = {}
+            for t in sorted({t for numbers in todo.values() for t in numbers}):
+                key = passkey_key(settings.seed, length, depth, t)
+                document = passkey_document(loaded.tokenizer, haystack, length, depth, key)
+                trials[t] = PasskeyTrial(document, key, key_occurrences(loaded.tokenizer, document, key))
+            for method, numbers in todo.items():
+                if not numbers:
+                    continue
+                reading = SharedOpeningReader(engines[method], [trials[t].document for t in numbers])
+                for t in numbers:
+                    outcome = run_trial(engines[method], reading, trials[t], settings)
+                    record = {"method": method, "length": length, "depth": depth, "trial": t, "key": trials[t].key}
                     results.append({**record, **outcome})
-                    log(f"{method} {length_label(length)} depth {depth} trial {trial}: {_shown(outcome)}")
+                    log(f"{method} {length_label(length)} depth {depth} trial {t}: {_shown(outcome)}")
     return results.records
 
 

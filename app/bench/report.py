@@ -85,30 +85,27 @@ def niah_table(cells: list[dict], settings, labels) -> str:
             else "."
         ),
         "",
-        "| method | " + " | ".join(length_label(n) for n in settings.lengths) + " |",
-        "|---|" + "---|" * len(settings.lengths),
-    ]
-    for method in labels:
-        row = []
-        for length in settings.lengths:
-            mine = [c for c in cells if c["method"] == method and c["length"] == length]
-            row.append("/".join(_cell_text(c) for c in mine) + _mean_text(mine))
-        lines.append(f"| {method} | " + " | ".join(row) + " |")
-    lines += [
+        *_grid(cells, labels, settings.lengths, lambda mine: "/".join(map(_cell_text, mine)) + _mean_text(mine)),
         "",
         f"Share of (layer, KV head) slots whose pot held the whole key after reading (%), at depths {depths}: "
         "a low accuracy beside a high share is the model failing to read a needle the pot kept.",
         "",
-        "| method | " + " | ".join(length_label(n) for n in settings.lengths) + " |",
-        "|---|" + "---|" * len(settings.lengths),
+        *_grid(cells, settings.methods, settings.lengths, lambda mine: "/".join(map(_kept_text, mine))),
     ]
-    for method in settings.methods:
-        row = []
-        for length in settings.lengths:
-            mine = [c for c in cells if c["method"] == method and c["length"] == length]
-            row.append("/".join("-" if c["key_kept"] is None else f"{100 * c['key_kept']:.0f}" for c in mine))
-        lines.append(f"| {method} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _kept_text(cell: dict) -> str:
+    return "-" if cell["key_kept"] is None else f"{100 * cell['key_kept']:.0f}"
+
+
+def _grid(cells: list[dict], labels, lengths, text) -> list[str]:
+    """Markdown rows: one per label, one column per length; `text` writes a length's cells (one per depth)."""
+    lines = ["| method | " + " | ".join(length_label(n) for n in lengths) + " |", "|---|" + "---|" * len(lengths)]
+    for label in labels:
+        row = [text([c for c in cells if c["method"] == label and c["length"] == length]) for length in lengths]
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    return lines
 
 
 def niah_heatmap(cells: list[dict], method: str, settings, path: Path) -> Path:
