@@ -47,9 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--nuc-ratio", type=float, default=0.5, help="share of kept slots chosen by novelty")
     read.add_argument(
         "--nuc-unit",
-        default="word",
+        default=PotConfig.nuc_unit,
         choices=NUC_UNITS,
-        help="NuC per word (default), per word shared with its edge tokens, or per token (the paper's)",
+        help="NuC per word, per word shared with its edge tokens (default), or per token (the paper's)",
     )
     read.add_argument("--cap", default="general", choices=CAP_MODES, help="catalyst prompt: general or question")
     read.add_argument("--question", default=None, help="the question, for --cap question")

@@ -151,7 +151,7 @@ def test_bench_niah_answers_again_from_a_focused_copy_and_reports_it(capsys, tmp
     out = tmp_path / "niah"
     argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "300", "--depths", "0.8"]
     argv += ["--trials", "3", "--methods", "infinipot", "--pot-size", "192", "--keep", "96", "--focus", "80"]
-    argv += ["--nuc-unit", "word-edges"]
+    argv += ["--nuc-unit", "token"]
     argv += ["--max-new-tokens", "3", "--out", str(out)]
     assert main(argv) == 0, capsys.readouterr().err
     records = jsonl(out / "niah.jsonl")[1:]
@@ -160,9 +160,9 @@ def test_bench_niah_answers_again_from_a_focused_copy_and_reports_it(capsys, tmp
         assert r["focus_entries"] == 80 and isinstance(r["focus_found"], bool) and "focus_answer" in r
         assert r["shared_tokens"] == 192  # the needle near 0.8 of 300 tokens lies in the fourth chunk of 64
     settings = jsonl(out / "niah.jsonl")[0]["settings"]
-    assert settings["focus"] == 80 and settings["nuc_unit"] == "word-edges"
+    assert settings["focus"] == 80 and settings["nuc_unit"] == "token"
     parsed = bench_niah.settings_from_args(build_parser().parse_args(argv[2:]))
-    assert parsed.pot_config("infinipot").nuc_unit == "word-edges"
+    assert parsed.pot_config("infinipot").nuc_unit == "token"
     table = (out / "niah.md").read_text()
     assert "| infinipot |" in table and "| infinipot+focus80 |" in table
     summary = json.loads((out / "niah.json").read_text())

@@ -29,6 +29,7 @@ CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+_SPECIAL_TOKENS = ("<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>")
 _CORPUS = [
     "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890.",
     "Summarize the text above, keeping every important fact, name, number and code.",
@@ -44,7 +45,7 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=400,
-        special_tokens=["<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        special_tokens=list(_SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
@@ -120,9 +121,20 @@ def random_ids(count: int, seed: int = 0) -> list[int]:
 
 
 def save_model_folder(path: Path) -> str:
-    """A random-weight Llama and the tiny tokenizer saved as a Hugging Face folder, loadable with --model."""
-    build_model("llama").save_pretrained(path)
-    tiny_tokenizer().save_pretrained(path)
+    """A random-weight Llama and the tiny tokenizer saved as a Hugging Face folder, loadable with --model.
+
+    Its answers stream as text whatever the pot holds: the output rows of special tokens and of byte tokens
+    that decode to no whole character are zeroed, so greedy decoding (whose best logit among ~400 random
+    ones is positive) never ends an answer early nor holds text back as a partial UTF-8 sequence.
+    """
+    model = build_model("llama")
+    tokenizer = tiny_tokenizer()
+    special = set(tokenizer.convert_tokens_to_ids(_SPECIAL_TOKENS))
+    silent = [i for i in range(len(tokenizer)) if i in special or "\ufffd" in tokenizer.decode([i])]
+    with torch.no_grad():
+        model.lm_head.weight[silent] = 0.0
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
     return str(path)
 
 

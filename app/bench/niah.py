@@ -47,7 +47,7 @@ class NiahSettings:
     cap: str = "general"
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
     focus: int | None = None
-    nuc_unit: str = "word"  # validated by PotConfig, which main() builds for every method before loading the model
+    nuc_unit: str = PotConfig.nuc_unit  # validated by PotConfig, which main() builds for every method first
 
     def __post_init__(self) -> None:
         if not self.lengths or not self.depths or not self.methods:
@@ -86,6 +86,7 @@ class NiahSettings:
             # only when not the default, so folders written before this setting existed still resume
             **({"cap": self.cap} if self.cap != "general" else {}),
             **({"focus": self.focus} if self.focus is not None else {}),
+            # recorded unless "word": folders written before the setting existed were read per word
             **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
         }
 
@@ -288,7 +289,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="also answer each trial from its pot distilled to this many entries with the question (as ask --focus)",
     )
-    parser.add_argument("--nuc-unit", default="word", choices=NUC_UNITS, help="what NuC scores (as in `read`)")
+    parser.add_argument(
+        "--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS, help="what NuC scores (as in `read`)"
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> NiahSettings:
