@@ -19,7 +19,7 @@ from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
 from .reader import ContinualReader
 from .scorers import make_scorer
-from .words import word_start_flags
+from .words import TokenBoundaries, token_boundaries
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Engine:
         self.catalyst_ids = self.request_ids(instruction)
         self.summary_instruction = texts["summary"]
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
-        self._word_starts = None
+        self._boundaries: TokenBoundaries | None = None
 
     def request_ids(self, instruction: str) -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
@@ -64,15 +64,15 @@ class Engine:
 
     def new_reader(self, on_step: Callable[[Pot], None] | None = None) -> ContinualReader:
         return ContinualReader(
-            self.model, self.config, self.catalyst_ids, on_step=on_step, word_starts=self.word_starts()
+            self.model, self.config, self.catalyst_ids, on_step=on_step, boundaries=self.boundaries()
         )
 
-    def word_starts(self) -> torch.Tensor | None:
-        """(V,) bool word starts for NuC per word, built on first use (a pass over the vocabulary, ~0.3 s)."""
-        if self.config.nuc_per_word and self._word_starts is None:
+    def boundaries(self) -> TokenBoundaries | None:
+        """Word starts and sentence ends for NuC per word, built on first use (a pass over the vocabulary)."""
+        if self.config.nuc_per_word and self._boundaries is None:
             vocab = self.model.get_output_embeddings().weight.shape[0]
-            self._word_starts = word_start_flags(self.tokenizer, vocab)
-        return self._word_starts
+            self._boundaries = token_boundaries(self.tokenizer, vocab)
+        return self._boundaries
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
         """Read a whole token stream (without the template opening, which is added here)."""

@@ -19,7 +19,7 @@ from .reading_evidence import ReadingEvidence
 from .scorers import make_scorer
 from .selection import KEPT_READ
 from .tail_queue import TailQueue
-from .words import share_with_edges, sum_over_words
+from .words import TokenBoundaries, max_over_sentences, share_with_edges, sum_over_words
 
 # Rows of LM-head logits computed at once for NuC: bounds the (rows, vocab) buffer to ~50 MB at 49K vocab.
 _NOVELTY_ROWS = 256
@@ -55,18 +55,18 @@ class ContinualReader:
         config: PotConfig,
         catalyst_ids: list[int],
         on_step: Callable[[Pot], None] | None = None,
-        word_starts: torch.Tensor | None = None,
+        boundaries: TokenBoundaries | None = None,
     ) -> None:
-        """`word_starts`: (V,) bool from core.words.word_start_flags, needed when NuC is scored per word."""
-        if config.nuc_per_word and word_starts is None:
-            raise ValueError("NuC per word needs the tokenizer's word starts (core.words.word_start_flags)")
+        """`boundaries`: from core.words.token_boundaries, needed unless NuC is scored per token."""
+        if config.nuc_per_word and boundaries is None:
+            raise ValueError("NuC per word needs the tokenizer's word boundaries (core.words.token_boundaries)")
         self.model = model
         self.config = config
         self.catalyst_ids = list(catalyst_ids)
         self.scorer = make_scorer(config.method, config.nuc_ratio)
         self.on_step = on_step
         self.device = next(model.parameters()).device
-        self.word_starts = word_starts.to(self.device) if config.nuc_per_word else None
+        self.boundaries = boundaries.to(self.device) if config.nuc_per_word else None
         self.layers = model.config.num_hidden_layers
         self.cache = None
         self.pot: Pot | None = None
@@ -203,11 +203,13 @@ class ContinualReader:
                 input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True
             ).last_hidden_state[0]  # (T, hidden)
         novelty, last_logprobs = self._novelty(hidden, ids[0], pot.last_logprobs if pot else None)
-        if self.word_starts is not None:
-            starts = self.word_starts[ids[0]]  # (T,)
+        if self.boundaries is not None:
+            starts = self.boundaries.word_starts[ids[0]]  # (T,)
             novelty = sum_over_words(novelty, starts)  # (T,)
             if self.config.nuc_unit == "word-edges":
                 novelty = share_with_edges(novelty, starts)
+            elif self.config.nuc_unit == "sentence":
+                novelty = max_over_sentences(novelty, self.boundaries.sentence_ends[ids[0]])
 
         layers = hf_adapter.cache_layers(self.cache)
         kv_heads = layers[0][0].shape[1]

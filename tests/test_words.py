@@ -6,7 +6,15 @@ from tiny_models import tiny_loaded, tiny_tokenizer
 
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
-from infinipot.core.words import share_with_edges, sum_over_words, token_starts_word, word_start_flags
+from infinipot.core.words import (
+    max_over_sentences,
+    share_with_edges,
+    sum_over_words,
+    token_boundaries,
+    token_ends_sentence,
+    token_starts_word,
+    word_start_flags,
+)
 
 
 @pytest.mark.parametrize(
@@ -16,6 +24,42 @@ from infinipot.core.words import share_with_edges, sum_over_words, token_starts_
 )
 def test_a_word_starts_at_a_space_marker_or_punctuation(token, starts):
     assert token_starts_word(token) is starts
+
+
+@pytest.mark.parametrize(
+    ("token", "ends"),
+    [(".", True), ("?", True), ("Ġ!", True), ("Ċ", True), ("ĊĊ", True), ("<0x0A>", True), (".Ġ", True)]
+    + [("Ġkey", False), (",", False), (":", False), ("7", False), ("", False)],
+)
+def test_a_sentence_ends_at_a_stop_or_a_newline(token, ends):
+    assert token_ends_sentence(token) is ends
+
+
+def test_every_token_of_a_sentence_takes_its_most_novel_word():
+    # " The pass key is 27611." then " Remember it." : the number makes its whole sentence novel
+    words = torch.tensor([1.0, 3.0, 0.5, 0.2, 9.0, 9.0, 0.1, 2.0, 0.3, 0.1])
+    ends = torch.tensor([False, False, False, False, False, False, True, False, False, True])
+    expected = torch.tensor([9.0] * 7 + [2.0] * 3)
+    assert torch.equal(max_over_sentences(words, ends), expected)
+
+
+def test_a_sentence_without_a_stop_is_scored_in_spans_of_the_longest_allowed():
+    words = torch.arange(10, dtype=torch.float)
+    ends = torch.zeros(10, dtype=torch.bool)
+    ends[1] = True  # a two-token sentence, then eight tokens without a stop: spans of 3, 3 and 2
+    expected = torch.tensor([1.0, 1.0, 4.0, 4.0, 4.0, 7.0, 7.0, 7.0, 9.0, 9.0])
+    assert torch.equal(max_over_sentences(words, ends, longest=3), expected)
+
+
+def test_sentence_ends_come_from_the_vocabulary():
+    tokenizer = tiny_tokenizer()
+    boundaries = token_boundaries(tokenizer, len(tokenizer) + 3)
+    ids = tokenizer("The fox. The dog?", add_special_tokens=False)["input_ids"]
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    marks = boundaries.sentence_ends[ids].tolist()
+    assert [p for p, m in zip(pieces, marks, strict=True) if m] == [".", "?"], pieces
+    assert not bool(boundaries.sentence_ends[len(tokenizer) :].any())
+    assert torch.equal(boundaries.word_starts, word_start_flags(tokenizer, len(tokenizer) + 3))
 
 
 def test_sum_over_words_gives_every_token_its_words_total():
@@ -66,7 +110,7 @@ def plain_token_cross_entropy(engine: Engine, ids: list[int]) -> torch.Tensor:
     return torch.cat([torch.zeros(1), nll])[len(engine.prefix_ids) :]
 
 
-@pytest.mark.parametrize("unit", ["token", "word", "word-edges"])
+@pytest.mark.parametrize("unit", ["token", "word", "word-edges", "sentence"])
 def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
     loaded = tiny_loaded("llama")
     text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
@@ -78,7 +122,7 @@ def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
     novelty = pot.novelty[0, 0, len(engine.prefix_ids) :]  # (T,) the same in every layer and head
     expected = plain_token_cross_entropy(engine, ids)
     if unit != "token":
-        starts = engine.word_starts()[torch.tensor(ids)].clone()
+        starts = engine.boundaries().word_starts[torch.tensor(ids)].clone()
         piece_starts = torch.arange(len(ids)) % 17 == 0  # the opening is read on its own, then pieces of 17
         starts |= piece_starts
         expected = sum_over_words(expected, starts)
@@ -86,6 +130,13 @@ def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
             bare = expected
             expected = torch.cat(
                 [share_with_edges(expected[i : i + 17], starts[i : i + 17]) for i in range(0, len(ids), 17)]
+            )
+            assert not torch.allclose(novelty, bare, atol=1e-3)
+        if unit == "sentence":  # sentences, like words, are scored per part where a forward piece cuts them
+            bare = expected
+            ends = engine.boundaries().sentence_ends[torch.tensor(ids)]
+            expected = torch.cat(
+                [max_over_sentences(expected[i : i + 17], ends[i : i + 17]) for i in range(0, len(ids), 17)]
             )
             assert not torch.allclose(novelty, bare, atol=1e-3)
         assert not torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
@@ -96,5 +147,6 @@ def test_word_unit_is_part_of_the_pot_identity_and_validated():
     assert PotConfig().identity()["nuc_unit"] == "word-edges"
     assert PotConfig(nuc_unit="token").identity() != PotConfig().identity()
     assert PotConfig(nuc_unit="word").identity() != PotConfig().identity()
+    assert PotConfig(nuc_unit="sentence").identity() != PotConfig().identity()
     with pytest.raises(ValueError, match="NuC unit"):
-        PotConfig(nuc_unit="sentence")
+        PotConfig(nuc_unit="paragraph")
