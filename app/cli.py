@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--nuc-unit",
         default=PotConfig.nuc_unit,
         choices=NUC_UNITS,
-        help="NuC per word, per word shared with its edge tokens (default), or per token (the paper's)",
+        help="NuC per word given to its sentence (default), per word and its edge tokens, per word, per token",
     )
     read.add_argument("--cap", default="general", choices=CAP_MODES, help="catalyst prompt: general or question")
     read.add_argument("--question", default=None, help="the question, for --cap question")

@@ -1,6 +1,6 @@
 """What Continual Context Distillation costs over a plain chunked forward, as a ratio measured in one process.
 
-    python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--pot-size 4096] [--nuc-unit word]
+    python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--pot-size 4096] [--nuc-unit UNIT]
 
 Both readers see the same haystack tokens with the same model, in forward pieces of the same length, and the
 plain one trims its cache to the same window; the runs alternate (plain first, then CCD first) so that load
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pot-size", type=int, default=4096)
-    parser.add_argument("--nuc-unit", default="word", choices=NUC_UNITS)
+    parser.add_argument("--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 

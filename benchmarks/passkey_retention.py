@@ -1,7 +1,7 @@
 """Why a passkey is or is not found: how many of the needle's digit tokens survive per layer and KV head.
 
     python -m benchmarks.passkey_retention [--length 8000] [--depths 0.1,0.5] [--keep 2048] [--ratio 0.5]
-        [--nuc-unit word-edges|word|token] [--capq] [--focus 1024]
+        [--nuc-unit sentence|word-edges|word|token] [--capq] [--focus 1024]
 
 Reads one haystack per depth with the default model, then prints one JSON line per depth: the answer, whether
 the key was found, the share of (layer, head) slots holding each of the key's first five digits, and that
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--keep", type=int, default=2048)
     parser.add_argument("--method", default="infinipot")
     parser.add_argument("--ratio", type=float, default=0.5, help="NuC share alpha")
-    parser.add_argument("--nuc-unit", default="word", choices=NUC_UNITS, help="NuC per word or per token")
+    parser.add_argument("--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS, help="what NuC scores")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--capq", action="store_true", help="read with the question in the catalyst prompt")
     parser.add_argument(

@@ -144,9 +144,8 @@ def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
 
 
 def test_word_unit_is_part_of_the_pot_identity_and_validated():
-    assert PotConfig().identity()["nuc_unit"] == "word-edges"
-    assert PotConfig(nuc_unit="token").identity() != PotConfig().identity()
-    assert PotConfig(nuc_unit="word").identity() != PotConfig().identity()
-    assert PotConfig(nuc_unit="sentence").identity() != PotConfig().identity()
+    assert PotConfig().identity()["nuc_unit"] == "sentence"
+    for unit in ("token", "word", "word-edges"):
+        assert PotConfig(nuc_unit=unit).identity() != PotConfig().identity()
     with pytest.raises(ValueError, match="NuC unit"):
         PotConfig(nuc_unit="paragraph")
