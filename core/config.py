@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CAP_MODES = ("general", "question")
-NUC_UNITS = ("word-edges", "word", "sentence", "token")
+NUC_UNITS = ("sentence", "word-edges", "word", "token")
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ A kept word without its edges still misleads: with "27611." reduced to "27611" t
 where the number ends and copies a sixth digit ("276111"). `share_with_edges` gives the token just before
 and just after each word the word's score too, so a novel word is kept with the tokens that delimit it.
 
-A kept word without its sentence can still be unreadable: after seven compressions a 16K pot held
-" is 19299." in every head but not "The pass key" before it, and the model, asked for the pass key, could not
-tie the number to it. `max_over_sentences` gives every token of a sentence the score of its most novel word,
-so a surprising fact is kept together with what it is about (chunk-level selection, as in ChunkKV).
+A kept word without its sentence is a fact about nothing: after seven compressions a 16K pot held
+" is 19299." in every head but not "The pass key" before it, and a question-distilled copy answered "1".
+`max_over_sentences` gives every token of a sentence the score of its most novel word, so a surprising fact
+is kept with what it is about (chunk-level selection, as in ChunkKV); the same copy then found the key.
 """
 
 from __future__ import annotations
