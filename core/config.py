@@ -69,7 +69,7 @@ class PotConfig:
 
     @property
     def nuc_per_word(self) -> bool:
-        """Whether NuC is scored per word (needs the tokenizer's word starts, core.words.word_start_flags)."""
+        """Whether NuC is scored per word (needs the tokenizer's word boundaries, core.words.token_boundaries)."""
         return self.nuc_unit != "token"
 
     @property

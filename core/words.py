@@ -42,12 +42,25 @@ def token_starts_word(token: str | None) -> bool:
     return token[0] in _SPACE_MARKERS or not token[0].isalnum()
 
 
-def word_start_flags(tokenizer, vocab_size: int) -> torch.Tensor:
-    """(V,) bool: True where token id v starts a word; ids past the tokenizer's vocabulary start one."""
-    flags = torch.ones(vocab_size, dtype=torch.bool)
-    known = min(vocab_size, len(tokenizer))
-    tokens = tokenizer.convert_ids_to_tokens(list(range(known)))
-    flags[:known] = torch.tensor([token_starts_word(token) for token in tokens], dtype=torch.bool)
+def _vocabulary(tokenizer, vocab_size: int) -> list[str | None]:
+    """The vocabulary entries of ids below `vocab_size` that the tokenizer knows."""
+    return tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
+
+
+def _flags(tokens: list[str | None], vocab_size: int, rule, past_vocabulary: bool) -> torch.Tensor:
+    """(V,) bool: `rule` of each known entry; ids past the tokenizer's vocabulary get `past_vocabulary`."""
+    flags = torch.full((vocab_size,), past_vocabulary, dtype=torch.bool)
+    flags[: len(tokens)] = torch.tensor([rule(token) for token in tokens], dtype=torch.bool)
+    return flags
+
+
+def word_start_flags(tokenizer, vocab_size: int, tokens: list[str | None] | None = None) -> torch.Tensor:
+    """(V,) bool: True where token id v starts a word; ids past the tokenizer's vocabulary start one.
+
+    `tokens`: the vocabulary's entries when the caller has them already (`_vocabulary`).
+    """
+    tokens = _vocabulary(tokenizer, vocab_size) if tokens is None else tokens
+    flags = _flags(tokens, vocab_size, token_starts_word, past_vocabulary=True)
     special = [i for i in tokenizer.all_special_ids if i is not None and 0 <= i < vocab_size]
     flags[special] = True
     return flags
@@ -74,11 +87,9 @@ class TokenBoundaries:
 def token_boundaries(tokenizer, vocab_size: int) -> TokenBoundaries:
     """Word starts and sentence ends of every id below `vocab_size` (ids past the tokenizer's vocabulary
     start a word and end no sentence)."""
-    known = min(vocab_size, len(tokenizer))
-    tokens = tokenizer.convert_ids_to_tokens(list(range(known)))
-    ends = torch.zeros(vocab_size, dtype=torch.bool)
-    ends[:known] = torch.tensor([token_ends_sentence(token) for token in tokens], dtype=torch.bool)
-    return TokenBoundaries(word_start_flags(tokenizer, vocab_size), ends)
+    tokens = _vocabulary(tokenizer, vocab_size)  # one pass over the vocabulary for both
+    ends = _flags(tokens, vocab_size, token_ends_sentence, past_vocabulary=False)
+    return TokenBoundaries(word_start_flags(tokenizer, vocab_size, tokens), ends)
 
 
 def sum_over_words(scores: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
@@ -120,15 +131,12 @@ def max_over_sentences(word_scores: torch.Tensor, ends: torch.Tensor, longest: i
     sentence is cut into spans of at most `longest` tokens; one cut by the edge of a forward piece is scored
     per part, as words are.
     """
-    count = word_scores.shape[0]
     starts = torch.zeros_like(ends)
     starts[0] = True
     starts[1:] = ends[:-1]
-    index = torch.arange(count, device=word_scores.device)  # (T,)
-    sentence = torch.cumsum(starts.long(), dim=0) - 1  # (T,) sentence number of each token
-    first = torch.zeros(int(sentence[-1]) + 1, dtype=torch.long, device=word_scores.device)
-    first.scatter_reduce_(0, sentence, index, reduce="amin", include_self=False)  # (S,) first token of each
-    starts = starts | ((index - first[sentence]) % longest == 0)
+    index = torch.arange(word_scores.shape[0], device=word_scores.device)  # (T,)
+    first = torch.cummax(torch.where(starts, index, 0), dim=0).values  # (T,) first token of each's sentence
+    starts = starts | ((index - first) % longest == 0)
     span = torch.cumsum(starts.long(), dim=0) - 1  # (T,) span number of each token
     best = torch.full((int(span[-1]) + 1,), float("-inf"), dtype=word_scores.dtype, device=word_scores.device)
     best.scatter_reduce_(0, span, word_scores, reduce="amax", include_self=True)  # (spans,)
