@@ -173,6 +173,23 @@ def test_bench_niah_answers_again_from_a_focused_copy_and_reports_it(capsys, tmp
     expect_one_line_error(capsys, [*argv[:-6], "--focus", "192", "--out", str(tmp_path / "x")], "focus")
 
 
+def test_bench_niah_reads_with_the_ablation_settings_and_records_them(capsys, tmp_path, tiny_model_dir):
+    out = tmp_path / "niah"
+    argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "300", "--depths", "0.5"]
+    argv += ["--trials", "1", "--methods", "infinipot", "--pot-size", "128", "--keep", "64", "--max-new-tokens", "2"]
+    argv += ["--out", str(out)]
+    ablation = ["--nuc-ratio", "0.25", "--sinks", "8", "--no-cr-rope"]
+    config = bench_niah.settings_from_args(build_parser().parse_args([*argv[2:], *ablation])).pot_config("infinipot")
+    assert (config.nuc_ratio, config.min_sink_tokens, config.cr_rope, config.keep_size) == (0.25, 8, False, 64)
+    assert main([*argv, *ablation]) == 0, capsys.readouterr().err
+    settings = jsonl(out / "niah.jsonl")[0]["settings"]
+    assert (settings["nuc_ratio"], settings["sinks"], settings["cr_rope"]) == (0.25, 8, False)
+    assert "|C| = 64, alpha = 0.25, NuC per sentence, 8 sinks, CR-RoPE off" in (out / "niah.md").read_text()
+    capsys.readouterr()
+    expect_one_line_error(capsys, argv, "other settings")  # the defaults would mix results in this folder
+    assert "nuc_ratio" not in bench_niah.settings_from_args(build_parser().parse_args(argv[2:])).identity()
+
+
 @pytest.mark.parametrize("bench", ["niah", "speed"])
 def test_bench_commands_have_help(capsys, bench):
     with pytest.raises(SystemExit) as exit_info:

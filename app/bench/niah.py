@@ -48,6 +48,10 @@ class NiahSettings:
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
     focus: int | None = None
     nuc_unit: str = PotConfig.nuc_unit  # validated by PotConfig, which main() builds for every method first
+    # The remaining suspects the issue names for a missed key, for ablations: alpha, sinks and CR-RoPE.
+    nuc_ratio: float = PotConfig.nuc_ratio
+    sinks: int = PotConfig.min_sink_tokens
+    cr_rope: bool = PotConfig.cr_rope
 
     def __post_init__(self) -> None:
         if not self.lengths or not self.depths or not self.methods:
@@ -71,6 +75,9 @@ class NiahSettings:
             cap_mode=self.cap,
             question=question,
             nuc_unit=self.nuc_unit,
+            nuc_ratio=self.nuc_ratio,
+            min_sink_tokens=self.sinks,
+            cr_rope=self.cr_rope,
         )
 
     def identity(self) -> dict:
@@ -88,6 +95,9 @@ class NiahSettings:
             **({"focus": self.focus} if self.focus is not None else {}),
             # recorded unless "word": folders written before the setting existed were read per word
             **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
+            **({"nuc_ratio": self.nuc_ratio} if self.nuc_ratio != PotConfig.nuc_ratio else {}),
+            **({"sinks": self.sinks} if self.sinks != PotConfig.min_sink_tokens else {}),
+            **({"cr_rope": False} if not self.cr_rope else {}),
         }
 
     def focus_label(self, method: str) -> str:
@@ -292,6 +302,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS, help="what NuC scores (as in `read`)"
     )
+    parser.add_argument(
+        "--nuc-ratio", type=float, default=PotConfig.nuc_ratio, help="alpha: share of kept slots chosen by novelty"
+    )
+    parser.add_argument(
+        "--sinks", type=int, default=PotConfig.min_sink_tokens, help="fewest leading tokens kept as attention sinks"
+    )
+    parser.add_argument("--no-cr-rope", action="store_true", help="ablation: keep original positions")
 
 
 def settings_from_args(args: argparse.Namespace) -> NiahSettings:
@@ -310,6 +327,9 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         cap=args.cap,
         focus=args.focus,
         nuc_unit=args.nuc_unit,
+        nuc_ratio=args.nuc_ratio,
+        sinks=args.sinks,
+        cr_rope=not args.no_cr_rope,
     )
 
 

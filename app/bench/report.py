@@ -76,7 +76,8 @@ def niah_table(cells: list[dict], settings, labels) -> str:
     lines = [
         f"Passkey retrieval accuracy (%) at depths {depths} (and their mean); model `{settings.model}`, "
         f"pot |M| = {settings.pot_size}, "
-        f"{settings.trials} trial(s) per cell"
+        + _pot_settings_text(settings.pot_config(settings.methods[0]))
+        + f", {settings.trials} trial(s) per cell"
         + (", question-aware catalyst (CaP-Q)" if settings.cap == "question" else "")
         + (
             f"; `+focus{settings.focus}`: the same pots answered from a copy distilled to {settings.focus} entries "
@@ -93,6 +94,12 @@ def niah_table(cells: list[dict], settings, labels) -> str:
         *_grid(cells, settings.methods, settings.lengths, lambda mine: "/".join(map(_kept_text, mine))),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _pot_settings_text(config) -> str:
+    """What else shaped the memory-bounded pots, so a table read alone says which ablation it is."""
+    text = f"|C| = {config.keep_size}, alpha = {config.nuc_ratio:g}, NuC per {config.nuc_unit}, "
+    return text + f"{config.min_sink_tokens} sinks" + ("" if config.cr_rope else ", CR-RoPE off")
 
 
 def _kept_text(cell: dict) -> str:
