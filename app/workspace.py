@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from infinipot.core.config import CAP_MODES, PotConfig
+from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.scorers import METHODS
 from infinipot.ingest import open_document
 from infinipot.ingest.errors import IngestError
@@ -46,6 +46,7 @@ class ReadSettings:
     cap_mode: str = "general"
     question: str | None = None
     method: str = "infinipot"
+    nuc_unit: str = PotConfig.nuc_unit
 
     def pot_config(self) -> PotConfig:
         pot_size = _whole("pot size", self.pot_size)
@@ -62,6 +63,7 @@ class ReadSettings:
             method=self.method,
             cap_mode=self.cap_mode,
             question=question if self.cap_mode == "question" else None,
+            nuc_unit=self.nuc_unit,
         )
 
     def model_name(self) -> str:
@@ -88,7 +90,8 @@ class ReadSettings:
         cap = "CaP-Q" if config.cap_mode == "question" else "CaP-G"
         return (
             f"Settings are valid: {source}{hub}; pot |M| = {config.pot_size:,}, kept |C| = {config.keep_size:,}, "
-            f"NuC ratio {config.nuc_ratio:g}, {cap}, method {config.method}. They apply to the next uploads."
+            f"NuC ratio {config.nuc_ratio:g} per {config.nuc_unit}, {cap}, method {config.method}. "
+            "They apply to the next uploads."
         )
 
 
@@ -196,7 +199,7 @@ class Workspace:
         return ReadSettings(**settings).describe()
 
     def setting_choices(self) -> dict:
-        return {"methods": list(METHODS), "cap_modes": list(CAP_MODES)}
+        return {"methods": list(METHODS), "cap_modes": list(CAP_MODES), "nuc_units": list(NUC_UNITS)}
 
     def add_files(self, paths: list[str], settings: dict) -> list[dict]:
         """Keep each file in the data directory and queue it for reading; one result per file.

@@ -30,6 +30,7 @@ def tiny_settings(model_dir: str, pot_size: int = 128, keep_size: int = 48) -> d
         "cap_mode": "general",
         "question": "",
         "method": "infinipot",
+        "nuc_unit": "sentence",
     }
 
 

@@ -27,7 +27,9 @@ def test_reads_run_one_at_a_time_cancel_stops_between_chunks_and_resume_finishes
     second = write_notes(tmp_path / "second.txt", lines=6, tag="b")
     workspace = make_workspace(infinipot_home, pace=0.2)
     try:
-        results = workspace.add_files([str(first), str(second)], tiny_settings(model_dir))
+        results = workspace.add_files([str(first)], tiny_settings(model_dir))
+        per_word = {**tiny_settings(model_dir), "nuc_unit": "word"}  # the Settings tab's NuC unit reaches the read
+        results += workspace.add_files([str(second)], per_word)
         assert [r["ok"] for r in results] == [True, True]
         first_id = results[0]["doc_id"]
 
@@ -41,6 +43,8 @@ def test_reads_run_one_at_a_time_cancel_stops_between_chunks_and_resume_finishes
         assert rows_by_name(workspace)["first.txt"]["status"].startswith("cancelled at")
         wait_until(lambda: rows_by_name(workspace)["second.txt"]["state"] == "ready", timeout=180)
         assert rows_by_name(workspace)["first.txt"]["state"] == "cancelled"  # the worker went on to the next read
+        (second_pot,) = workspace.backend.document(results[1]["doc_id"])["pots"]
+        assert second_pot["config"]["nuc_unit"] == "word"
 
         assert workspace.resume(first_id) == "first.txt: queued again"
         wait_until(lambda: rows_by_name(workspace)["first.txt"]["state"] == "ready", timeout=180)
@@ -121,6 +125,7 @@ def test_uploads_are_checked_and_kept_in_the_data_directory(tmp_path, infinipot_
         ({"nuc_ratio": 1.5}, "NuC ratio must be between 0 and 1"),
         ({"cap_mode": "question", "question": " "}, "CaP mode 'question' needs a question"),
         ({"method": "magic"}, "unknown method 'magic'"),
+        ({"nuc_unit": "paragraph"}, "NuC unit must be one of sentence, word-edges, word, token"),
         ({"model": "./missing-model"}, "model folder ./missing-model does not exist"),
         ({"model": "not a model id"}, "neither 'default', a model folder, nor a hub id"),
     ],
@@ -136,6 +141,9 @@ def test_valid_settings_are_described():
     text = ReadSettings(model="HuggingFaceTB/SmolLM2-360M-Instruct", pot_size=2048, keep_size=None).describe()
     assert "kept |C| = 1,024" in text and "hub id" in text and "CaP-G" in text
     assert "bundled SmolLM2-135M" in ReadSettings().describe()
+    assert "NuC ratio 0.5 per sentence" in ReadSettings().describe()
+    per_word = ReadSettings(nuc_unit="word")
+    assert per_word.pot_config().nuc_unit == "word" and "NuC ratio 0.5 per word" in per_word.describe()
 
 
 def test_uploaded_names_cannot_escape_the_upload_folder():

@@ -16,7 +16,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 from infinipot.app.visualize import STATES  # noqa: E402
 
-SETTING_ORDER = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method")
+SETTING_ORDER = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method", "nuc_unit")
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +157,10 @@ def test_invalid_settings_refuse_the_upload(tmp_path, infinipot_home, model_dir)
         args = settings_args(model_dir)
         args[SETTING_ORDER.index("keep_size")] = 500
         with pytest.raises(AppError, match="kept size must be between 1 and the pot size"):
+            client.predict([handle_file(str(notes))], *args, api_name="/upload")
+        args = settings_args(model_dir)
+        args[SETTING_ORDER.index("nuc_unit")] = "paragraph"
+        with pytest.raises(AppError, match="paragraph is not in the list of choices"):  # the dropdown refuses it
             client.predict([handle_file(str(notes))], *args, api_name="/upload")
         args = settings_args(str(tmp_path / "no-such-model"))
         with pytest.raises(AppError, match="model folder .* does not exist"):

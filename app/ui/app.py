@@ -129,6 +129,11 @@ class InfiniPotApp:
                     c.cap_mode = gr.Radio(choices["cap_modes"], value="general", label="CaP mode")
                     c.cap_question = gr.Textbox(label="Question for CaP mode 'question'")
                     c.method = gr.Dropdown(choices["methods"], value="infinipot", label="Method (for comparisons)")
+                    c.nuc_unit = gr.Dropdown(
+                        choices["nuc_units"],
+                        value=choices["nuc_units"][0],
+                        label="NuC unit: a token gets its sentence's, its word's (with edges) or its own novelty",
+                    )
                 c.max_new_tokens = gr.Slider(
                     label="Answer length (tokens)",
                     minimum=8,
@@ -142,7 +147,7 @@ class InfiniPotApp:
     def wire_events(self, blocks: gr.Blocks) -> None:
         """Every event of the page, in one place."""
         c, h = self.c, self.handlers
-        settings = [c.model, c.pot_size, c.keep_size, c.nuc_ratio, c.cap_mode, c.cap_question, c.method]
+        settings = [c.model, c.pot_size, c.keep_size, c.nuc_ratio, c.cap_mode, c.cap_question, c.method, c.nuc_unit]
         refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen])
         selected = dict(fn=h.select, inputs=c.doc, outputs=[c.chatbot, c.chat, c.history, c.progress, c.summary])
 

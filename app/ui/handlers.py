@@ -16,7 +16,7 @@ from . import render, sources
 
 ALL_HEADS = "all heads"
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
-SETTING_NAMES = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method")
+SETTING_NAMES = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method", "nuc_unit")
 
 
 def user_errors(handler):
