@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CAP_MODES = ("general", "question")
-NUC_UNITS = ("sentence", "word-edges", "word", "token")
+NUC_UNITS = ("sentence", "word-edges", "word", "token")  # the default first (the UI preselects it)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from tiny_models import save_model_folder, write_notes
 
 from infinipot.app.jobs import MemoryLog
 from infinipot.app.workspace import ReadSettings, safe_file_name
+from infinipot.core.config import NUC_UNITS
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +143,7 @@ def test_valid_settings_are_described():
     assert "kept |C| = 1,024" in text and "hub id" in text and "CaP-G" in text
     assert "bundled SmolLM2-135M" in ReadSettings().describe()
     assert "NuC ratio 0.5 per sentence" in ReadSettings().describe()
+    assert NUC_UNITS[0] == ReadSettings().nuc_unit  # the Settings tab preselects the first unit
     per_word = ReadSettings(nuc_unit="word")
     assert per_word.pot_config().nuc_unit == "word" and "NuC ratio 0.5 per word" in per_word.describe()
 
