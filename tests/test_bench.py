@@ -71,7 +71,7 @@ def test_bench_niah_writes_results_and_resumes_after_an_interruption(capsys, tmp
     streaming = {r["depth"]: r["key_kept"] for r in records if r["method"] == "streaming"}
     assert streaming == {0.2: 0.0, 0.8: 1.0}  # the window lost the early needle and holds the late one
     table = (out / "niah.md").read_text()
-    assert "| infinipot |" in table and "| full |" in table
+    assert "| infinipot |" in table and "| full |" in table and "seed" not in table.split("\n")[0]
     assert "| full | 100/100 |" in table.split("held the whole key")[1]
     found = {d: sum(r["found"] for r in records if (r["method"], r["depth"]) == ("infinipot", d)) for d in (0.2, 0.8)}
     percent = {d: 100 * n / 2 for d, n in found.items()}
@@ -178,13 +178,16 @@ def test_bench_niah_reads_with_the_ablation_settings_and_records_them(capsys, tm
     argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "300", "--depths", "0.5"]
     argv += ["--trials", "1", "--methods", "infinipot", "--pot-size", "128", "--keep", "64", "--max-new-tokens", "2"]
     argv += ["--out", str(out)]
-    ablation = ["--nuc-ratio", "0.25", "--sinks", "8", "--no-cr-rope"]
+    ablation = ["--nuc-ratio", "0.25", "--sinks", "8", "--no-cr-rope", "--seed", "3"]
     config = bench_niah.settings_from_args(build_parser().parse_args([*argv[2:], *ablation])).pot_config("infinipot")
     assert (config.nuc_ratio, config.min_sink_tokens, config.cr_rope, config.keep_size) == (0.25, 8, False, 64)
     assert main([*argv, *ablation]) == 0, capsys.readouterr().err
     settings = jsonl(out / "niah.jsonl")[0]["settings"]
     assert (settings["nuc_ratio"], settings["sinks"], settings["cr_rope"]) == (0.25, 8, False)
-    assert "|C| = 64, alpha = 0.25, NuC per sentence, 8 sinks, CR-RoPE off" in (out / "niah.md").read_text()
+    assert (
+        "|C| = 64, alpha = 0.25, NuC per sentence, 8 sinks, CR-RoPE off, 1 trial(s) per cell, keys from seed 3"
+        in (out / "niah.md").read_text()
+    )
     capsys.readouterr()
     expect_one_line_error(capsys, argv, "other settings")  # the defaults would mix results in this folder
     assert "nuc_ratio" not in bench_niah.settings_from_args(build_parser().parse_args(argv[2:])).identity()

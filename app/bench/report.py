@@ -78,6 +78,7 @@ def niah_table(cells: list[dict], settings, labels) -> str:
         f"pot |M| = {settings.pot_size}, "
         + _pot_settings_text(settings.pot_config(settings.methods[0]))
         + f", {settings.trials} trial(s) per cell"
+        + (f", keys from seed {settings.seed}" if settings.seed else "")
         + (", question-aware catalyst (CaP-Q)" if settings.cap == "question" else "")
         + (
             f"; `+focus{settings.focus}`: the same pots answered from a copy distilled to {settings.focus} entries "
