@@ -30,7 +30,7 @@ test: setup
 	$(BIN)/python -m pytest -q tests
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not integration" tests
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 lint: setup
 	$(BIN)/ruff check .

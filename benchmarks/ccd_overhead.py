@@ -60,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
 
     loaded = load_model(ModelSpec(device=args.device), data_home())
-    config = PotConfig(pot_size=args.pot_size, keep_size=args.pot_size // 2, nuc_unit=args.nuc_unit)
+    config = PotConfig(pot_size=args.pot_size, nuc_unit=args.nuc_unit)
     engine = Engine(loaded, config)
     ids = haystack_ids(loaded.tokenizer, args.tokens)
     window = config.pot_size - len(engine.catalyst_ids)

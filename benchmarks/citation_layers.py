@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from infinipot.app.niah import QUESTION, haystack_text, needle_sentence
+from infinipot.app.bench.needle import QUESTION, haystack_text, needle_sentence
 from infinipot.core import hf_adapter
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
@@ -29,7 +29,7 @@ from infinipot.ingest import open_document
 from infinipot.storage.paths import data_home
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from citation_docs import filler_pages, plant_needle, write_pdf  # noqa: E402
+from helpers import filler_pages, plant_needle, write_pdf  # noqa: E402
 
 PAGES = 40
 SINK_TOKENS = 4
@@ -38,16 +38,14 @@ SINK_TOKENS = 4
 def attention_rows(model, pot, ids: list[int]) -> torch.Tensor:
     """Every query's attention over the pot entries: (L, H_q, T, n)."""
     n = pot.entries
-    cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+    cache = pot.as_cache()
     positions = torch.arange(pot.next_position, pot.next_position + len(ids))[None]  # (1, T)
     with (
         torch.inference_mode(),
         hf_adapter.eager_attention(model),
         hf_adapter.captured_attention(model, lambda _i, w: w[0, :, :, :n].float().clone()) as per_layer,
     ):
-        hf_adapter.decoder(model)(
-            input_ids=torch.tensor([ids]), position_ids=positions, past_key_values=cache, use_cache=True
-        )
+        hf_adapter.run_decoder(model, cache, torch.tensor([ids]), positions)
     return torch.stack(per_layer)
 
 
@@ -61,7 +59,7 @@ def trial(loaded, folder: Path, seed: int, words_per_page: int) -> dict:
     pot = engine.read(stream)
     stats = AnswerStats()
     answer = "".join(engine.answer(pot, QUESTION, 16, stats))
-    request = engine.request_ids(QUESTION)
+    request = engine.answer_prompt_ids(QUESTION)
     rows = attention_rows(loaded.model, pot, request + stats.token_ids)  # (L, H_q, T, n)
     document_position = (pot.origin - pot.prefix_len)[0, 0].numpy()  # no compression: the same in every head
     if pot.cycles:

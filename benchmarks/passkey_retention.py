@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from infinipot.app.niah import QUESTION, found_key, haystack_text, make_passkey_case, needle_sentence
+from infinipot.app.bench.needle import QUESTION, found_key, haystack_text, make_passkey_case, needle_sentence
 from infinipot.core.config import NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.model import ModelSpec, load_model

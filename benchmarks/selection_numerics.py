@@ -18,8 +18,8 @@ import time
 import torch
 
 from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_document, passkey_key
+from infinipot.app.bench.needle import QUESTION, found_key
 from infinipot.app.bench.niah import document_chunks, key_kept
-from infinipot.app.niah import QUESTION, found_key
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.model import ModelSpec, load_model

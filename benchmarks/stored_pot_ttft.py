@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from infinipot.app.niah import haystack_text
+from infinipot.app.bench.needle import haystack_text
 from infinipot.app.service import DocumentService
 from infinipot.core.config import PotConfig
 from infinipot.ingest import open_document

@@ -58,14 +58,14 @@ def answer_attention(model, pot: Pot, request_ids: list[int], answer_ids: list[i
     def reduce(_layer_idx: int, weights: torch.Tensor) -> torch.Tensor:
         answer_rows = weights[0, :, first_answer_query:, :n].float()  # (H_q, T_answer, n)
         per_query_head = answer_rows.sum(dim=1)  # (H_q, n)
-        return per_query_head.view(kv_heads, -1, n).mean(dim=1).cpu()  # (H_kv, n)
+        return hf_adapter.mean_per_kv_head(per_query_head, kv_heads).cpu()  # (H_kv, n)
 
-    cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+    cache = pot.as_cache()
     device = pot.keys[0].device
     input_ids = torch.tensor([ids], device=device)  # (1, T)
     positions = torch.arange(pot.next_position, pot.next_position + len(ids), device=device)[None]  # (1, T)
     with hf_adapter.eager_attention(model), hf_adapter.captured_attention(model, reduce) as per_layer:
-        hf_adapter.decoder(model)(input_ids=input_ids, position_ids=positions, past_key_values=cache, use_cache=True)
+        hf_adapter.run_decoder(model, cache, input_ids, positions)
     return torch.stack(per_layer)  # (L, H_kv, n)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .scorers import METHODS
+
 CAP_MODES = ("general", "question")
 NUC_UNITS = ("sentence", "word-edges", "word", "token")  # the default first (the UI preselects it)
 
@@ -12,9 +14,10 @@ NUC_UNITS = ("sentence", "word-edges", "word", "token")  # the default first (th
 class PotConfig:
     # |M|: the most KV entries a layer's head may ever hold, CaP included. 4K as in the paper's main setting.
     pot_size: int = 4096
-    # |C|: entries kept after each distillation. Half the pot: each cycle reads ~2K fresh tokens while the
-    # kept half still leaves |M|-|C| entries for a question and its answer (see README, "Choosing |C|").
-    keep_size: int = 2048
+    # |C|: entries kept after each distillation; None (the default) means half the pot. Half: each cycle
+    # reads ~|M|/2 fresh tokens (2K at the default |M|) while the kept half still leaves |M|-|C| entries for
+    # a question and its answer (see README, "Choosing |C|").
+    keep_size: int | None = None
     # alpha: share of |C| filled by Novelty-under-Compression before CaP fills the rest (paper: 0.5 best).
     nuc_ratio: float = 0.5
     # What NuC scores (core.words): "word" sums the cross-entropy over each word's tokens (a 5-digit number
@@ -44,6 +47,8 @@ class PotConfig:
     def __post_init__(self) -> None:
         if self.pot_size < 16:
             raise ValueError(f"pot size must be at least 16 entries, got {self.pot_size}")
+        if self.keep_size is None:  # resolved once, so identity(), asdict() and stored pots hold the number
+            object.__setattr__(self, "keep_size", self.pot_size // 2)
         if not 0 < self.keep_size < self.pot_size:
             raise ValueError(
                 f"kept size must be between 1 and the pot size - 1 ({self.pot_size - 1}), got {self.keep_size}"
@@ -62,8 +67,6 @@ class PotConfig:
             raise ValueError(f"forward piece length must be positive, got {self.forward_tokens}")
         if self.window_step is not None and not 0 < self.window_step < self.pot_size:
             raise ValueError(f"window step must be between 1 and the pot size - 1, got {self.window_step}")
-        from .scorers import METHODS  # local import: scorers import this module
-
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
 

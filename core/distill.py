@@ -18,17 +18,18 @@ def catalyst_attention(model, cache, catalyst_ids: list[int], start_position: in
     group's query heads. The cache ends as it began (n entries).
     """
     n = hf_adapter.cache_length(cache)
-    kv_heads = cache.layers[0].keys.shape[1]
+    first_keys, _ = hf_adapter.cache_layers(cache)[0]  # (1, H_kv, n, D)
+    kv_heads = first_keys.shape[1]
 
     def reduce(_layer_idx: int, weights: torch.Tensor) -> torch.Tensor:
         per_query_head = weights[0, :, :, :n].float().sum(dim=1)  # (H_q, n)
-        return per_query_head.view(kv_heads, -1, n).mean(dim=1)  # (H_kv, n)
+        return hf_adapter.mean_per_kv_head(per_query_head, kv_heads)  # (H_kv, n)
 
-    device = cache.layers[0].keys.device
+    device = first_keys.device
     ids = torch.tensor([catalyst_ids], device=device)  # (1, P)
-    positions = torch.arange(start_position, start_position + len(catalyst_ids), device=device)[None]
+    positions = torch.arange(start_position, start_position + len(catalyst_ids), device=device)[None]  # (1, P)
     with hf_adapter.eager_attention(model), hf_adapter.captured_attention(model, reduce) as per_layer:
-        hf_adapter.decoder(model)(input_ids=ids, position_ids=positions, past_key_values=cache, use_cache=True)
+        hf_adapter.run_decoder(model, cache, ids, positions)
     hf_adapter.drop_last(cache, len(catalyst_ids))
     return per_layer
 

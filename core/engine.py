@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
-from . import hf_adapter
 from .capacity import check_full_context
 from .config import PotConfig
+from .decoding import DecodingConfig, RepeatStop, decoding_for
 from .distill import distill
 from .errors import PotTooSmallError
-from .generate import TextStreamer, generate_greedy, stop_token_ids
+from .generate import TextStreamer, generate, stop_token_ids, tokens_for_text
 from .model import LoadedModel
 from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
@@ -32,7 +32,12 @@ class AnswerStats:
     compressed_for_answer: bool = False
     answer_entries: int = 0  # pot entries the answer was generated from (fewer when distilled or focused)
     peak_entries: int = 0
+    # The answer's tokens (new_tokens counts every token generated, a cut-off repeat included; these are the
+    # ones whose text was shown).
     token_ids: list[int] = field(default_factory=list)
+    # What ended the answer: "end" (an end-of-turn token), "length" (max_new_tokens) or "repeat" (it started
+    # repeating a sentence or line it already wrote; the repeat is not part of the answer).
+    stopped_by: str = ""
     # The pot the answer was generated from: the stored one, or the copy distilled to make room (citations
     # re-read the answer's attention over exactly these entries).
     answer_pot: Pot | None = field(default=None, repr=False)
@@ -55,12 +60,16 @@ class Engine:
             instruction = texts["general"]
         self.catalyst_ids = self.request_ids(instruction)
         self.summary_instruction = texts["summary"]
+        self.answer_template = texts["answer"]
+        self.evidence_opening_ids = encode(self.tokenizer, "\n\n")
+        self.evidence_gap_ids = encode(self.tokenizer, "\n...\n")
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
         self._boundaries: TokenBoundaries | None = None
+        self._sentence_ends: torch.Tensor | None = None
 
-    def request_ids(self, instruction: str) -> list[int]:
+    def request_ids(self, instruction: str, gap: str = "\n\n") -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
-        return encode(self.tokenizer, self.layout.request(instruction))
+        return encode(self.tokenizer, self.layout.request(instruction, gap))
 
     def new_reader(self, on_step: Callable[[Pot], None] | None = None) -> ContinualReader:
         return ContinualReader(
@@ -74,6 +83,16 @@ class Engine:
             self._boundaries = token_boundaries(self.tokenizer, vocab)
         return self._boundaries
 
+    def sentence_ends(self) -> torch.Tensor:
+        """(V,) bool: the vocabulary entries that end a sentence or a line (core.words), built on first use."""
+        if self._sentence_ends is None:
+            boundaries = self.boundaries()
+            if boundaries is None:
+                vocab = self.model.get_output_embeddings().weight.shape[0]
+                boundaries = token_boundaries(self.tokenizer, vocab)
+            self._sentence_ends = boundaries.sentence_ends.cpu()
+        return self._sentence_ends
+
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
         """Read a whole token stream (without the template opening, which is added here)."""
         reader = self.new_reader(on_step)
@@ -86,53 +105,134 @@ class Engine:
         self,
         pot: Pot,
         question: str,
-        max_new_tokens: int = 256,
+        decoding: DecodingConfig | int | None = None,
         stats: AnswerStats | None = None,
         focus: int | None = None,
+        *,
+        max_new_tokens: int | None = None,
+        evidence: Sequence[Sequence[int]] = (),
     ) -> Iterator[str]:
         """Stream the answer to `question` as text pieces; `pot` itself is left unchanged.
 
+        `decoding`: how tokens are chosen and when the answer ends (None: DecodingConfig's defaults). An int
+        there, or `max_new_tokens`, sets only the answer length (how callers passed it before DecodingConfig).
         `focus`: answer from a copy of the pot distilled to this many entries with the question as the
         catalyst prompt (CaP-Q at ask time), so a small model looks at fewer, question-relevant entries.
+        `evidence`: document token spans (core.evidence), read verbatim in this order between the pot and the
+        question at fresh positions; the pot is distilled with the question as catalyst when they need room.
         """
         if not question or not question.strip():
             raise ValueError("the question is empty")
-        return self._respond(pot, self.request_ids(question), max_new_tokens, stats or AnswerStats(), focus)
+        decoding = decoding_for(decoding, max_new_tokens)
+        request = self.question_ids(question)
+        prompt = self.evidence_ids(evidence) + request
+        return self._respond(pot, prompt, decoding, stats or AnswerStats(), focus, catalyst=request)
 
-    def summarize(self, pot: Pot, max_new_tokens: int = 256, stats: AnswerStats | None = None) -> Iterator[str]:
-        return self._respond(pot, self.request_ids(self.summary_instruction), max_new_tokens, stats or AnswerStats())
+    def answer_prompt_ids(self, question: str, evidence: Sequence[Sequence[int]] = ()) -> list[int]:
+        """Everything `answer` puts after the pot: the evidence block, then the question's request."""
+        return self.evidence_ids(evidence) + self.question_ids(question)
+
+    def evidence_room(self, question: str, max_new_tokens: int, spans: int) -> int:
+        """Evidence tokens that fit beside the pot distilled to |C| with the question and the whole answer, for
+        up to `spans` spans (each gap between two costs a few tokens): the context then stays within |M|."""
+        overhead = len(self.evidence_opening_ids) + max(0, spans - 1) * len(self.evidence_gap_ids)
+        request = len(self.question_ids(question))
+        return self.config.pot_size - self.config.keep_size - request - max_new_tokens - overhead
+
+    def question_ids(self, question: str) -> list[int]:
+        """The question's request: one line break after the text, then the answer prompt. A blank line there
+        tokenizes differently after a text that ends with a newline, and the default model answered the demo
+        question wrongly with it (docs/method.md, "Answer prompt")."""
+        return self.request_ids(self.question_instruction(question), gap="\n")
+
+    def question_instruction(self, question: str) -> str:
+        """The question as the answer prompt words it (assets/cap_prompts.json "answer", chosen by measurement)."""
+        return self.answer_template.format(question=question.strip())
+
+    def evidence_ids(self, spans: Sequence[Sequence[int]]) -> list[int]:
+        """Spans as one block after the pot: a blank line before it (none when there are no spans)."""
+        return list(self.evidence_opening_ids) + self.joined_spans(spans) if spans else []
+
+    def joined_spans(self, spans: Sequence[Sequence[int]]) -> list[int]:
+        """Spans in the given order with an ellipsis line between two of them."""
+        ids: list[int] = []
+        for index, span in enumerate(spans):
+            if index:
+                ids += self.evidence_gap_ids
+            ids += list(span)
+        return ids
+
+    def summarize(
+        self,
+        pot: Pot,
+        decoding: DecodingConfig | int | None = None,
+        stats: AnswerStats | None = None,
+        *,
+        max_new_tokens: int | None = None,
+    ) -> Iterator[str]:
+        decoding = decoding_for(decoding, max_new_tokens)
+        return self._respond(pot, self.request_ids(self.summary_instruction), decoding, stats or AnswerStats())
 
     def _respond(
-        self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats, focus: int | None = None
+        self,
+        pot: Pot,
+        request: list[int],
+        decoding: DecodingConfig,
+        stats: AnswerStats,
+        focus: int | None = None,
+        catalyst: list[int] | None = None,
     ) -> Iterator[str]:
-        if max_new_tokens < 1:
-            raise ValueError(f"max new tokens must be positive, got {max_new_tokens}")
+        """`request` follows the pot; `catalyst` (default: the request) distils the pot when it needs room."""
         started = time.perf_counter()
-        cache, next_position, entries = self._cache_for_request(pot, request, max_new_tokens, stats, focus)
+        cache, next_position, entries = self._cache_for_request(
+            pot, request, decoding.max_new_tokens, stats, focus, catalyst or request
+        )
         stats.answer_entries = entries
         streamer = TextStreamer(self.tokenizer)
-        for token in generate_greedy(self.model, cache, request, next_position, max_new_tokens, self.stop_ids):
+        repeats = RepeatStop(enabled=decoding.stop_on_repeat)  # holds back text only while it may be a repeat
+        stats.stopped_by = "end"
+        for choice in generate(self.model, cache, request, next_position, decoding, self.stop_ids):
+            if choice.banned_best and repeats.retracing():
+                repeats.drop_unfinished()  # it wanted to go on copying an earlier sentence: it started repeating
+                break
             if stats.ttft_seconds is None:
                 stats.ttft_seconds = time.perf_counter() - started
             stats.new_tokens += 1
-            stats.token_ids.append(token)
+            stats.token_ids.append(choice.token)
             stats.peak_entries = entries + len(request) + stats.new_tokens
-            delta = streamer.push(token)
-            if delta:
-                yield delta
+            piece = repeats.push(streamer.push(choice.token))
+            if piece:
+                yield piece
             stats.seconds = time.perf_counter() - started
+            if repeats.repeated:
+                break
+        else:
+            if stats.new_tokens == decoding.max_new_tokens:
+                stats.stopped_by = "length"
+        piece = repeats.finish()
+        if piece:
+            yield piece
+        if repeats.repeated:
+            stats.stopped_by = "repeat"
+            stats.token_ids = tokens_for_text(self.tokenizer, stats.token_ids, repeats.text)
         stats.seconds = time.perf_counter() - started
 
     @torch.inference_mode()
     def _cache_for_request(
-        self, pot: Pot, request: list[int], max_new_tokens: int, stats: AnswerStats, focus: int | None = None
+        self,
+        pot: Pot,
+        request: list[int],
+        max_new_tokens: int,
+        stats: AnswerStats,
+        focus: int | None,
+        catalyst: list[int],
     ):
         """A cache over the pot with room for the request and answer, distilling a copy when it is too full
         (or, with `focus`, larger than `focus` entries)."""
         limit = self.config.pot_size
         request_len = len(request)
         needed = request_len + max_new_tokens
-        cache = hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
+        cache = pot.as_cache()
         stats.answer_pot = pot
         scorer = make_scorer(self.config.method, self.config.nuc_ratio)
         sinks = scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
@@ -144,9 +244,9 @@ class Engine:
         if not scorer.compresses:  # full: no bound, only the model's context and free memory limit it
             check_full_context(self.model, pot.entries + needed, held=pot.entries)
             return cache, pot.next_position, pot.entries
-        request_fits = pot.entries + request_len <= limit
-        if focus is not None and focus < pot.entries and request_fits and focus + needed <= limit:
-            return self._distilled_cache(cache, pot, scorer, request, focus, sinks, stats)
+        catalyst_fits = pot.entries + len(catalyst) <= limit
+        if focus is not None and focus < pot.entries and catalyst_fits and focus + needed <= limit:
+            return self._distilled_cache(cache, pot, scorer, catalyst, focus, sinks, stats)
         if pot.entries + needed <= limit:
             return cache, pot.next_position, pot.entries
         # CCD methods shrink to |C|; window methods (rolling, truncate) keep as much as leaves room for the request.
@@ -160,8 +260,8 @@ class Engine:
         keep = limit - needed if scorer.fills_window else self.config.keep_size
         if focus is not None:
             keep = min(keep, focus)
-        # The request itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
-        catalyst_ids = request if request_fits else self.catalyst_ids
+        # The question itself is the best catalyst (CaP-Q with the real question) when it fits beside the pot.
+        catalyst_ids = catalyst if catalyst_fits else self.catalyst_ids
         return self._distilled_cache(cache, pot, scorer, catalyst_ids, keep, sinks, stats)
 
     def _distilled_cache(self, cache, pot: Pot, scorer, catalyst_ids: list[int], keep: int, sinks: int, stats):
@@ -169,5 +269,5 @@ class Engine:
         fitted = distill(self.model, cache, pot, scorer, catalyst_ids, keep, sinks, self.config.cr_rope)
         stats.compressed_for_answer = True
         stats.answer_pot = fitted
-        cache = hf_adapter.cache_from_layers(list(zip(fitted.keys, fitted.values, strict=True)))
+        cache = fitted.as_cache()
         return cache, fitted.next_position, fitted.entries

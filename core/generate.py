@@ -1,4 +1,4 @@
-"""Greedy generation after a pot: prefill the request, then decode one token at a time."""
+"""Generation after a pot: prefill the request, then decode one token at a time (core.decoding chooses them)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import torch
 
 from . import hf_adapter
+from .decoding import Choice, DecodingConfig, choose_token, sampler
 
 
 def prefill(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
@@ -14,9 +15,7 @@ def prefill(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
     device = next(model.parameters()).device
     input_ids = torch.tensor([ids], device=device)  # (1, T)
     positions = torch.arange(start_position, start_position + len(ids), device=device)[None]  # (1, T)
-    hidden = hf_adapter.decoder(model)(
-        input_ids=input_ids, position_ids=positions, past_key_values=cache, use_cache=True
-    ).last_hidden_state  # (1, T, hidden)
+    hidden = hf_adapter.run_decoder(model, cache, input_ids, positions)  # (1, T, hidden)
     return hf_adapter.vocab_logits(model, hidden[0, -1])
 
 
@@ -25,19 +24,23 @@ def decode_one_token(model, cache, token: int, position: int) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def generate_greedy(
-    model, cache, request_ids: list[int], start_position: int, max_new_tokens: int, stop_ids: set[int]
-) -> Iterator[int]:
-    """Yield greedily chosen token ids until a stop token or `max_new_tokens`; the stop token is not yielded."""
-    logits = prefill(model, cache, request_ids, start_position)
+def generate(
+    model, cache, request_ids: list[int], start_position: int, decoding: DecodingConfig, stop_ids: set[int]
+) -> Iterator[Choice]:
+    """Yield the answer's choices until an end-of-turn token or `decoding.max_new_tokens`; the stop token is not
+    yielded. The n-gram ban sees only the tokens yielded here, never the request or the pot."""
+    logits = prefill(model, cache, request_ids, start_position)  # (V,)
     position = start_position + len(request_ids)
-    for step in range(max_new_tokens):
-        token = int(logits.argmax())
-        if token in stop_ids:
+    generator = sampler(decoding, logits.device)
+    answer: list[int] = []
+    for step in range(decoding.max_new_tokens):
+        choice = choose_token(logits, answer, decoding, generator)
+        if choice.token in stop_ids:
             return
-        yield token
-        if step + 1 < max_new_tokens:
-            logits = decode_one_token(model, cache, token, position)
+        answer.append(choice.token)
+        yield choice
+        if step + 1 < decoding.max_new_tokens:
+            logits = decode_one_token(model, cache, choice.token, position)
             position += 1
 
 
@@ -71,3 +74,11 @@ class TextStreamer:
             return ""
         delta, self.emitted = text[len(self.emitted) :], text
         return delta
+
+
+def tokens_for_text(tokenizer, ids: list[int], text: str) -> list[int]:
+    """The shortest prefix of `ids` whose text covers `text` (the answer's tokens once a repeat was cut off)."""
+    for count in range(len(ids) + 1):
+        if len(tokenizer.decode(ids[:count], skip_special_tokens=True)) >= len(text):
+            return ids[:count]
+    return ids

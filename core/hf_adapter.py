@@ -58,6 +58,19 @@ def decoder(model: torch.nn.Module) -> torch.nn.Module:
     return model.get_decoder()
 
 
+def run_decoder(
+    model: torch.nn.Module, cache: DynamicCache, input_ids: torch.Tensor, positions: torch.Tensor
+) -> torch.Tensor:
+    """The final hidden states (1, T, hidden) of `input_ids` (1, T) read at rotary `positions` (1, T) after `cache`.
+
+    The tokens' keys and values are appended to `cache`. Positions are explicit because after CR-RoPE they
+    no longer follow the number of entries held.
+    """
+    return decoder(model)(
+        input_ids=input_ids, position_ids=positions, past_key_values=cache, use_cache=True
+    ).last_hidden_state  # (1, T, hidden)
+
+
 def kv_heads(model: torch.nn.Module) -> int:
     """Key/value heads per layer (fewer than query heads under GQA)."""
     config = model.config
@@ -66,6 +79,19 @@ def kv_heads(model: torch.nn.Module) -> int:
 
 def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [layer.self_attn for layer in decoder(model).layers]
+
+
+def mean_per_kv_head(per_query_head: torch.Tensor, kv_heads: int) -> torch.Tensor:
+    """(H_q, n) -> (H_kv, n): each KV head's value is the mean over the query heads that share it (GQA).
+
+    transformers' repeat_kv serves KV head h to the consecutive query heads h * g .. h * g + g - 1.
+    """
+    return per_query_head.view(kv_heads, -1, per_query_head.shape[-1]).mean(dim=1)  # (H_kv, n)
+
+
+def has_rope(model: torch.nn.Module) -> bool:
+    """Whether the base transformer applies rotary position embeddings (one module shared by its layers)."""
+    return getattr(decoder(model), "rotary_emb", None) is not None
 
 
 def rotary_cos_sin(model: torch.nn.Module, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

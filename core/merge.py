@@ -88,7 +88,7 @@ def merge_pots(model, pots: Sequence[Pot], config: PotConfig, catalyst_ids: list
         start = 0 if index == 0 else _opening_entries(pot)
         while start < pot.entries:
             if merged is not None and merged.entries >= limit:
-                cache = hf_adapter.cache_from_layers(list(zip(merged.keys, merged.values, strict=True)))
+                cache = merged.as_cache()
                 merged = distill(model, cache, merged, scorer, catalyst_ids, config.keep_size, sinks, config.cr_rope)
             take = min(limit - (merged.entries if merged else 0), pot.entries - start)
             merged = _append(model, merged, pot, index, start, start + take)

@@ -127,8 +127,8 @@ def load_model(spec: ModelSpec, home: Path) -> LoadedModel:
 def check_supported(model: torch.nn.Module, name: str) -> None:
     """InfiniPot needs a decoder-only LM with rotary position embeddings (CR-RoPE re-rotates its keys)."""
     try:
-        decoder = hf_adapter.decoder(model)
+        hf_adapter.decoder(model)
     except (AttributeError, NotImplementedError) as exc:
         raise ModelError(f"model {name!r} is not a decoder-only causal LM") from exc
-    if getattr(decoder, "rotary_emb", None) is None:
+    if not hf_adapter.has_rope(model):
         raise ModelError(f"model {name!r} has no rotary position embedding (RoPE), which InfiniPot needs")

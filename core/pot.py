@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from transformers import DynamicCache
+
+from . import hf_adapter
 
 
 @dataclass
@@ -42,6 +45,13 @@ class Pot:
     @property
     def document_tokens(self) -> int:
         return self.tokens_read - self.prefix_len
+
+    def as_cache(self) -> DynamicCache:
+        """A fresh cache over the pot's keys and values (shared, not copied), to read or answer on after it.
+
+        The pot is not changed by what the cache is then given: a cache layer grows into new tensors.
+        """
+        return hf_adapter.cache_from_layers(list(zip(self.keys, self.values, strict=True)))
 
     def nbytes(self) -> int:
         tensors = [*self.keys, *self.values]

@@ -10,7 +10,8 @@ _SENTINEL = "\u2063INFINIPOT-DOCUMENT\u2063"
 
 
 def catalyst_texts() -> dict[str, str]:
-    """CaP instructions shipped in assets/cap_prompts.json: "general", "question" (with {question}), "summary"."""
+    """Instructions shipped in assets/cap_prompts.json: the catalysts "general" and "question" (with {question}),
+    "summary", and "answer" (with {question}), the wording a question is asked in."""
     return json.loads(resources.files("infinipot.assets").joinpath("cap_prompts.json").read_text(encoding="utf-8"))
 
 
@@ -33,9 +34,9 @@ class PromptLayout:
         bos = tokenizer.bos_token or ""
         return cls(opening=bos, closing="\nAnswer:")
 
-    def request(self, instruction: str) -> str:
+    def request(self, instruction: str, gap: str = "\n\n") -> str:
         """What follows the document for a question, a summary request or a catalyst prompt."""
-        return "\n\n" + instruction.strip() + self.closing
+        return gap + instruction.strip() + self.closing
 
 
 def encode(tokenizer, text: str) -> list[int]:

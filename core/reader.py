@@ -35,11 +35,6 @@ class ReaderState:
     sink_tokens: int
 
 
-def _cache_over(pot: Pot):
-    """A fresh cache holding the pot's keys and values, for reading on after it."""
-    return hf_adapter.cache_from_layers(list(zip(pot.keys, pot.values, strict=True)))
-
-
 class ContinualReader:
     """Feeds tokens in pieces; compresses to |C| entries whenever the next piece would overflow the pot.
 
@@ -121,7 +116,7 @@ class ContinualReader:
         self.evidence.reset()
         if self.scorer.reads_ends_only:
             self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
-        self.cache = _cache_over(pot)
+        self.cache = pot.as_cache()
 
     def snapshot(self) -> ReaderState:
         """The state between two `feed` calls; `restore` continues from it as if nothing had been read since."""
@@ -139,7 +134,7 @@ class ContinualReader:
         self.evidence.tensors = {name: t.clone() for name, t in state.evidence.items()}
         self.tail = copy.deepcopy(state.tail)
         self.sink_tokens = state.sink_tokens
-        self.cache = _cache_over(self.pot)
+        self.cache = self.pot.as_cache()
 
     @torch.inference_mode()
     def feed(self, ids: list[int]) -> None:
@@ -187,7 +182,7 @@ class ContinualReader:
             carried=self.evidence.tensors,
         )
         self.evidence.after_compression()
-        self.cache = _cache_over(self.pot)
+        self.cache = self.pot.as_cache()
         self._check_bound()
 
     def _read(self, piece: list[int], prefix_len: int, start_index: int | None = None) -> None:
@@ -199,9 +194,7 @@ class ContinualReader:
         ids = torch.tensor([piece], device=self.device)  # (1, T)
         positions = torch.arange(start_position, start_position + len(piece), device=self.device)[None]  # (1, T)
         with self.evidence.capture(self.model) as attention:
-            hidden = hf_adapter.decoder(self.model)(
-                input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True
-            ).last_hidden_state[0]  # (T, hidden)
+            hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T, hidden)
         novelty, last_logprobs = self._novelty(hidden, ids[0], pot.last_logprobs if pot else None)
         if self.boundaries is not None:
             starts = self.boundaries.word_starts[ids[0]]  # (T,)

@@ -38,7 +38,7 @@ class ReadingEvidence:
 
         def reduce(_layer_idx: int, weights: torch.Tensor) -> torch.Tensor:
             rows = weights[0, :, -1] if last_only else weights[0].sum(dim=1)  # (H_q, n)
-            return rows.float().view(self.kv_heads, -1, rows.shape[-1]).mean(dim=1)  # (H_kv, n)
+            return hf_adapter.mean_per_kv_head(rows.float(), self.kv_heads)  # (H_kv, n)
 
         with hf_adapter.eager_attention(model), hf_adapter.captured_attention(model, reduce) as per_layer:
             yield per_layer

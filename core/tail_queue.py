@@ -16,7 +16,10 @@ class TailQueue:
         self.pushed = 0
 
     def push(self, ids: list[int]) -> None:
-        self.ids.extend(ids[len(ids) - self.size :] if self.size else [])
+        """Queue `ids` after the ids pushed before them; the oldest fall out beyond `size`."""
+        # Only a piece's newest `size` ids can stay, so a long piece is cut before it goes through the deque.
+        # ids[-0:] would be the whole piece, hence the size-0 case.
+        self.ids.extend(ids[-self.size :] if self.size else [])
         self.pushed += len(ids)
 
     def drain(self) -> tuple[list[int], int]:

@@ -160,7 +160,14 @@ class Document:
         With `location_map` (the stored map of the bytes before the span) the stream extends that map.
         """
         return TokenStream(
-            self, tokenizer, chunk_tokens=chunk_tokens, progress=progress, span=span, location_map=location_map
+            self._pass,
+            self.size_bytes,
+            self._no_text_message(),
+            tokenizer,
+            chunk_tokens=chunk_tokens,
+            progress=progress,
+            span=span,
+            location_map=location_map,
         )
 
     def _no_text_message(self) -> str:

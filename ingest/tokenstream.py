@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .errors import IngestError
 from .locmap import TokenLocationMap
 from .span import TextSpan
 from .tokenizer import make_encoder
-
-if TYPE_CHECKING:
-    from .document import Document
 
 # Before any text is tokenized the only clue is the file size; ~4 bytes per token
 # is typical for English text with modern BPE vocabularies.
@@ -49,7 +46,9 @@ class TokenStream:
 
     def __init__(
         self,
-        document: Document,
+        text_pass: Callable[..., AbstractContextManager],
+        size_bytes: int,
+        no_text_message: str,
         tokenizer,
         chunk_tokens: int = 2048,
         progress: Callable[[Progress], object] | None = None,
@@ -60,7 +59,9 @@ class TokenStream:
             raise ValueError(f"chunk_tokens must be a positive integer, not {chunk_tokens!r}")
         if location_map is not None and (span is None or span.start_byte == 0):
             raise ValueError("only a span that continues an earlier read extends a location map")
-        self._document = document
+        self._text_pass = text_pass  # Document's pass over its text blocks: pass(hashing=, span=) -> context
+        self._size_bytes = size_bytes
+        self._no_text_message = no_text_message
         self._encoder = make_encoder(tokenizer)
         self._chunk_tokens = chunk_tokens
         self._progress = progress
@@ -85,7 +86,7 @@ class TokenStream:
     def _report(self, done: bool = False) -> None:
         if self._progress is None:
             return
-        total = self._document.size_bytes
+        total = self._size_bytes
         if done:
             estimate = self.tokens_done
         elif self.bytes_done and self.tokens_done:
@@ -99,7 +100,7 @@ class TokenStream:
         pending: list[int] = []
         has_text = False
         self._report()
-        with self._document._pass(hashing=True, span=self._span) as ctx:
+        with self._text_pass(hashing=True, span=self._span) as ctx:
             for block in ctx.blocks:
                 ids, counts = self._encoder.encode(block)
                 self.location_map.add_block(block, counts)
@@ -117,11 +118,11 @@ class TokenStream:
             self.warnings = ctx.warnings
         continues = self._span is not None and self._span.start_byte > 0
         if not has_text and not continues:  # appended blank lines are fine; a document of blanks is not
-            raise IngestError(self._document._no_text_message())
+            raise IngestError(self._no_text_message)
         if pending:
             yield pending
         self.end_byte = ctx.raw.bytes_done
-        self.bytes_done = self._document.size_bytes
+        self.bytes_done = self._size_bytes
         # A continued map covers bytes this stream did not hash, so it has no fingerprint of its own.
         self.location_map.finish(None if continues else self.fingerprint)
         self.complete = True

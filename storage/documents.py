@@ -51,8 +51,7 @@ class Documents:
         """Insert the document, or refresh where it was seen last (same content under a new name or path)."""
         stamp = now()
         with write_transaction(self.db):
-            known = self.by_hash(content_hash)
-            doc_id = known.id if known else self._free_id(content_hash)
+            doc_id = self.id_for(content_hash)
             self.db.execute(
                 """
                 INSERT INTO documents (id, content_hash, name, path, size_bytes, mtime_ns, kind, pages,
@@ -66,12 +65,15 @@ class Documents:
             )
         return self.get(doc_id)
 
-    def _free_id(self, content_hash: str) -> str:
-        """The shortest prefix of the hash (16 digits or more) that no other document uses.
+    def id_for(self, content_hash: str) -> str:
+        """The doc_id of this content: its stored document's, else the shortest free prefix of the hash (16+ digits).
 
         A grown log keeps the id of the content it was first read with, so a copy of that earlier content
         needs a longer prefix of its own hash.
         """
+        known = self.by_hash(content_hash)
+        if known is not None:
+            return known.id
         for length in range(DOC_ID_LENGTH, len(content_hash) + 1):
             if self.get(content_hash[:length]) is None:
                 return content_hash[:length]

@@ -1,8 +1,25 @@
-"""Shared fixtures: every test gets its own empty $INFINIPOT_HOME; a tiny model folder for service and CLI tests."""
+"""Shared fixtures: every test gets its own empty $INFINIPOT_HOME; a tiny model folder for service and CLI tests.
+
+Tests marked `integration` (the bundled default model) are also `slow`: `make test-fast` (-m "not slow") leaves
+out servers, browsers, subprocesses and the real model.
+"""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# One torch thread: the tiny models' ops are microseconds, and on a 2-core machine shared with other work a second
+# thread makes every op wait for it (the fast suite ran 4-6x slower). Set before torch loads; subprocesses inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +39,7 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.fixture
 def document(tmp_path):
-    """A 60-line text document for CLI tests."""
+    """A 30-line text document for CLI tests: ~760 tokens, several compressions of a 128-entry pot."""
     from tiny_models import write_notes
 
-    return write_notes(tmp_path / "notes.txt", lines=60)
+    return write_notes(tmp_path / "notes.txt", lines=30)

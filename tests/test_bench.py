@@ -3,16 +3,15 @@
 import json
 
 import pytest
-from test_cli import expect_one_line_error
-from test_methods import assert_same_pot
+from helpers import assert_same_pot, expect_one_line_error
 from tiny_models import build_model, random_ids, tiny_loaded, tiny_tokenizer
 
 from infinipot.app.bench import niah as bench_niah
 from infinipot.app.bench import speed as bench_speed
 from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_document, passkey_key
+from infinipot.app.bench.needle import needle_sentence
 from infinipot.app.bench.results import length_label, parse_length
 from infinipot.app.cli import build_parser, main
-from infinipot.app.niah import needle_sentence
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 
@@ -109,6 +108,7 @@ def test_bench_niah_records_full_as_refused_beyond_the_model_context(capsys, tmp
     assert "refused" in (out / "niah.md").read_text()
 
 
+@pytest.mark.slow  # a subprocess per measurement
 def test_bench_speed_measures_each_method_in_a_fresh_process_and_resumes(capsys, tmp_path, tiny_model_dir, monkeypatch):
     out = tmp_path / "speed"
     argv = ["--device", "cpu", "bench", "speed", "--model", tiny_model_dir, "--lengths", "300"]
@@ -146,8 +146,33 @@ def test_documents_that_open_alike_share_one_read_of_the_opening_and_get_their_o
         reading.read(random_ids(300, seed=9))
 
 
+def scripted_focused_answers(monkeypatch, answers):
+    """Focused answers (engine.answer with focus=) read as answers(trial_key, trial_number) instead of the model's.
+
+    The model's focused answer is still generated, so its statistics (entries answered from) are the real ones.
+    """
+    keys: list[str] = []
+    real_run_trial, real_answer = bench_niah.run_trial, Engine.answer
+
+    def run_trial(engine, reading, trial, settings):
+        keys.append(trial.key)
+        return real_run_trial(engine, reading, trial, settings)
+
+    def answer(self, *args, **kwargs):
+        pieces = real_answer(self, *args, **kwargs)
+        if kwargs.get("focus") is None:
+            return pieces
+        "".join(pieces)
+        return iter([answers(keys[-1], len(keys))])
+
+    monkeypatch.setattr(bench_niah, "run_trial", run_trial)
+    monkeypatch.setattr(Engine, "answer", answer)
+
+
 def test_bench_niah_answers_again_from_a_focused_copy_and_reports_it(capsys, tmp_path, tiny_model_dir, monkeypatch):
     monkeypatch.setattr(bench_niah, "_CHUNK_TOKENS", 64)  # tiny documents in several chunks, so trials share some
+    # the first and third focused answers give the key; the second gives a longer number that only contains it
+    scripted_focused_answers(monkeypatch, lambda key, n: f"The pass key is {key}." if n != 2 else f"It is {key}7.")
     out = tmp_path / "niah"
     argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "300", "--depths", "0.8"]
     argv += ["--trials", "3", "--methods", "infinipot", "--pot-size", "192", "--keep", "96", "--focus", "80"]
@@ -156,8 +181,10 @@ def test_bench_niah_answers_again_from_a_focused_copy_and_reports_it(capsys, tmp
     assert main(argv) == 0, capsys.readouterr().err
     records = jsonl(out / "niah.jsonl")[1:]
     assert len(records) == 3
+    assert [r["focus_found"] for r in records] == [True, False, True]
+    assert records[1]["focus_answer"] == f"It is {records[1]['key']}7."
     for r in records:
-        assert r["focus_entries"] == 80 and isinstance(r["focus_found"], bool) and "focus_answer" in r
+        assert r["focus_entries"] == 80
         assert r["shared_tokens"] == 192  # the needle near 0.8 of 300 tokens lies in the fourth chunk of 64
     settings = jsonl(out / "niah.jsonl")[0]["settings"]
     assert settings["focus"] == 80 and settings["nuc_unit"] == "token"
@@ -167,7 +194,7 @@ def test_bench_niah_answers_again_from_a_focused_copy_and_reports_it(capsys, tmp
     assert "| infinipot |" in table and "| infinipot+focus80 |" in table
     summary = json.loads((out / "niah.json").read_text())
     focused = [c for c in summary["cells"] if c["method"] == "infinipot+focus80"]
-    assert focused[0]["trials"] == 3 and focused[0]["found"] == sum(r["focus_found"] for r in records)
+    assert (focused[0]["trials"], focused[0]["found"]) == (3, 2)
     assert (out / "niah_infinipot+focus80.png").read_bytes()[:8] == PNG_MAGIC
     capsys.readouterr()
     expect_one_line_error(capsys, [*argv[:-6], "--focus", "192", "--out", str(tmp_path / "x")], "focus")
@@ -193,14 +220,6 @@ def test_bench_niah_reads_with_the_ablation_settings_and_records_them(capsys, tm
     assert "nuc_ratio" not in bench_niah.settings_from_args(build_parser().parse_args(argv[2:])).identity()
 
 
-@pytest.mark.parametrize("bench", ["niah", "speed"])
-def test_bench_commands_have_help(capsys, bench):
-    with pytest.raises(SystemExit) as exit_info:
-        build_parser().parse_args(["bench", bench, "--help"])
-    assert exit_info.value.code == 0
-    assert "--methods" in capsys.readouterr().out
-
-
 def test_unknown_bench_method_is_a_clear_error(capsys, tmp_path):
     argv = ["bench", "niah", "--methods", "infinipot,magic", "--out", str(tmp_path / "x")]
     expect_one_line_error(capsys, argv, "unknown method")
@@ -211,6 +230,6 @@ def test_unknown_bench_method_is_a_clear_error(capsys, tmp_path):
     [("The pass key is 91644.", True), ("91,644", True), ("The pass key is 916444.", False), ("1916440", False)],
 )
 def test_a_key_is_found_only_as_a_whole_number(answer, found):
-    from infinipot.app.niah import found_key
+    from infinipot.app.bench.needle import found_key
 
     assert found_key(answer, "91644") is found

@@ -11,10 +11,10 @@ import json
 import numpy as np
 import pytest
 import torch
-from citation_docs import filler_pages, plant_needle, write_pdf
+from helpers import FILLER, NEEDLE_TOKEN, assert_same_pot, filler_pages, plant_needle, write_pdf
 from tiny_models import build_attending_model, random_ids, save_attending_model_folder, tiny_loaded, tiny_tokenizer
 
-from infinipot.app.citing import CitingConfig, cite_tokens
+from infinipot.app.ask.citing import CitingConfig, cite_tokens
 from infinipot.app.cli import main
 from infinipot.core.citations import CitationConfig, answer_attention, document_token_scores
 from infinipot.core.config import PotConfig
@@ -23,9 +23,6 @@ from infinipot.core.model import LoadedModel
 from infinipot.core.pot import Pot
 from infinipot.ingest import open_document
 from infinipot.storage.store import Store
-
-NEEDLE_TOKEN = tiny_tokenizer().convert_tokens_to_ids("\u0120passkey")  # " passkey": one token of the tiny BPE
-FILLER = "Grass is green, the sky is blue, the sun is yellow. Here we go, there and back again. " * 40
 
 
 def provenance_pot(origin: torch.Tensor, prefix_len: int) -> Pot:
@@ -84,7 +81,7 @@ def test_answer_attention_of_a_model_attending_to_a_planted_token_finds_it():
     stats = AnswerStats()
     "".join(engine.answer(pot, "What is the passkey?", 4, stats))
     assert stats.token_ids, "the answer must have tokens to cite from"
-    attention = answer_attention(loaded.model, pot, engine.request_ids("What is the passkey?"), stats.token_ids)
+    attention = answer_attention(loaded.model, pot, engine.answer_prompt_ids("What is the passkey?"), stats.token_ids)
     assert attention.shape == pot.origin.shape
     tokens, scores = document_token_scores(pot, attention, CitationConfig())
     assert tokens[scores.argmax()].item() == 217
@@ -95,11 +92,10 @@ def test_answer_attention_leaves_the_pot_unchanged():
     loaded = tiny_loaded()
     engine = Engine(loaded, PotConfig(pot_size=256, keep_size=64))
     pot = engine.read([random_ids(120)])
-    keys_before = [k.clone() for k in pot.keys]
-    attention = answer_attention(loaded.model, pot, engine.request_ids("Why?"), random_ids(5, seed=1))
+    before = pot.clone()
+    attention = answer_attention(loaded.model, pot, engine.answer_prompt_ids("Why?"), random_ids(5, seed=1))
     assert attention.shape == pot.origin.shape and attention.sum() > 0
-    assert all(torch.equal(a, b) for a, b in zip(pot.keys, keys_before, strict=True))
-    assert pot.entries == pot.origin.shape[-1] == keys_before[0].shape[2]
+    assert_same_pot(pot, before)  # every key, value, provenance tensor and counter, bit for bit
 
 
 # -- pages and lines -------------------------------------------------------------------------------
@@ -216,7 +212,7 @@ def test_ask_json_citations_name_lines_of_a_text_document(capsys, tiny_model_dir
     )
     answer = run_json(capsys, ["ask", read["doc_id"], "What does the fox do?", "--max-new-tokens", "6", "--json"])
     citations = answer["citations"]
-    assert citations and all(c["page"] is None and 1 <= c["line"] <= 60 for c in citations)
+    assert citations and all(c["page"] is None and 1 <= c["line"] <= 30 for c in citations)
     assert all(c["label"] == f"line {c['line']}" for c in citations)
 
 

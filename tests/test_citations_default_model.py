@@ -11,9 +11,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from citation_docs import filler_pages, plant_needle, write_pdf
+from helpers import filler_pages, plant_needle, write_pdf
 
-from infinipot.app.niah import QUESTION, haystack_text, needle_sentence
+from infinipot.app.bench.needle import QUESTION, haystack_text, needle_sentence
 from infinipot.app.service import DocumentService
 
 pytestmark = pytest.mark.integration

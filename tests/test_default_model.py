@@ -41,7 +41,7 @@ def test_answer_equals_full_kv_greedy_when_document_fits(default_model):
     assert pot.cycles == 0
     stats = AnswerStats()
     answer = "".join(engine.answer(pot, "What is the combination of the storeroom safe?", 24, stats))
-    request = engine.request_ids("What is the combination of the storeroom safe?")
+    request = engine.answer_prompt_ids("What is the combination of the storeroom safe?")
     full = torch.tensor([engine.prefix_ids + ids + request])
     with torch.no_grad():
         reference = engine.model.generate(full, max_new_tokens=24, do_sample=False)[0, full.shape[1] :].tolist()

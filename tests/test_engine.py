@@ -6,6 +6,7 @@ from tiny_models import ARCHITECTURES, random_ids, tiny_loaded
 
 from infinipot.core import hf_adapter
 from infinipot.core.config import PotConfig
+from infinipot.core.decoding import DecodingConfig, choose_token, sampler
 from infinipot.core.distill import catalyst_attention, compress_pot
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import PotTooSmallError
@@ -23,6 +24,30 @@ def reference_greedy(engine: Engine, ids: list[int], max_new_tokens: int) -> lis
         if token in engine.stop_ids:
             return generated[:i]
     return generated
+
+
+def reference_with_rules(engine: Engine, ids: list[int], decoding: DecodingConfig) -> list[int]:
+    """Plain full-KV generation with transformers' own forward and logits, each token chosen by the same rules
+    (core.decoding.choose_token) but with no sentence-repeat stop: the engine's answer is this, or its start."""
+    generator = sampler(decoding)
+    answer: list[int] = []
+    with torch.no_grad():
+        out = engine.model(torch.tensor([ids]), use_cache=True)
+        for _ in range(decoding.max_new_tokens):
+            token = choose_token(out.logits[0, -1].float(), answer, decoding, generator).token
+            if token in engine.stop_ids:
+                break
+            answer.append(token)
+            out = engine.model(torch.tensor([[token]]), past_key_values=out.past_key_values, use_cache=True)
+    return answer
+
+
+def has_repeated_ngram(ids: list[int], n: int) -> bool:
+    grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
+    return len(set(grams)) < len(grams)
+
+
+PLAIN_GREEDY = DecodingConfig(max_new_tokens=16, no_repeat_ngram=0, stop_on_repeat=False)
 
 
 def record_cache_lengths(model) -> list[int]:
@@ -43,10 +68,61 @@ def test_answer_equals_full_kv_greedy_when_document_fits(arch):
     pot = engine.read([document[:100], document[100:]])
     assert pot.cycles == 0
     stats = AnswerStats()
-    "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=16, stats=stats))
-    full = engine.prefix_ids + document + engine.request_ids("What is the passkey?")
+    "".join(engine.answer(pot, "What is the passkey?", PLAIN_GREEDY, stats=stats))
+    full = engine.prefix_ids + document + engine.answer_prompt_ids("What is the passkey?")
     assert stats.token_ids == reference_greedy(engine, full, 16)
     assert len(stats.token_ids) > 0
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize(
+    "decoding", [DecodingConfig(max_new_tokens=24), DecodingConfig(24, temperature=0.8, top_p=0.9)]
+)
+def test_answer_equals_full_kv_generation_under_the_default_rules(arch, decoding):
+    engine = Engine(tiny_loaded(arch), PotConfig(pot_size=512, keep_size=256, forward_tokens=37))
+    document = random_ids(180, seed=5)
+    pot = engine.read([document[:100], document[100:]])
+    stats = AnswerStats()
+    text = "".join(engine.answer(pot, "What is the passkey?", decoding, stats=stats))
+    reference = reference_with_rules(
+        engine, engine.prefix_ids + document + engine.answer_prompt_ids("What is the passkey?"), decoding
+    )
+    if stats.stopped_by == "repeat":  # cut where it started repeating a sentence: the text is the tokens' start
+        assert stats.token_ids == reference[: len(stats.token_ids)]
+        assert engine.tokenizer.decode(stats.token_ids, skip_special_tokens=True).startswith(text)
+    else:
+        assert stats.token_ids == reference
+        assert stats.stopped_by == ("length" if len(reference) == 24 else "end")
+    assert len(stats.token_ids) > 0
+
+
+def test_the_old_length_argument_still_works_with_the_default_rules():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=512, keep_size=256, forward_tokens=37))
+    pot = engine.read([random_ids(180, seed=5)])
+    question = "What is the passkey?"
+    answers = {}
+    for name, call in {
+        "plain": lambda s: engine.answer(pot, question, PLAIN_GREEDY, s),
+        "positional": lambda s: engine.answer(pot, question, 16, s),
+        "keyword": lambda s: engine.answer(pot, question, max_new_tokens=16, stats=s),
+        "config": lambda s: engine.answer(pot, question, DecodingConfig(max_new_tokens=16), s),
+        "override": lambda s: engine.answer(pot, question, DecodingConfig(max_new_tokens=99), s, max_new_tokens=16),
+    }.items():
+        stats = AnswerStats()
+        "".join(call(stats))
+        answers[name] = stats.token_ids
+        assert stats.new_tokens <= 16
+    # an int length gets the default rules (a looping answer broken by them: tests/test_decoding.py)
+    assert answers["positional"] == answers["keyword"] == answers["config"] == answers["override"]
+    assert not has_repeated_ngram(answers["config"], 4)
+    assert answers["config"][:8] == answers["plain"][:8]  # rules only act on a repeat
+    with pytest.raises(ValueError, match="twice"):
+        engine.answer(pot, question, 16, max_new_tokens=16)
+    with pytest.raises(ValueError, match="positive"):
+        engine.answer(pot, question, 0)
+    summary = AnswerStats()
+    "".join(engine.summarize(pot, DecodingConfig(max_new_tokens=5, no_repeat_ngram=0), summary))
+    assert summary.new_tokens <= 5 and summary.stopped_by in ("end", "length")
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
@@ -75,7 +151,7 @@ def test_reading_20x_the_pot_never_holds_more_than_the_pot(arch):
     # the answer is generated within the bound as well
     stats = AnswerStats()
     lengths.clear()
-    "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=8, stats=stats))
+    "".join(engine.answer(pot, "Key?", max_new_tokens=8, stats=stats))
     assert max(lengths) <= config.pot_size
     assert stats.new_tokens > 0
 
@@ -163,8 +239,8 @@ def test_a_full_pot_is_distilled_for_the_answer_within_the_bound():
     config = PotConfig(pot_size=128, keep_size=48, forward_tokens=40)
     engine = Engine(tiny_loaded("llama"), config)
     lengths = record_cache_lengths(engine.model)
-    pot = engine.read([random_ids(700, seed=6)])
-    assert pot.entries + len(engine.request_ids("What is the passkey?")) + 20 > config.pot_size
+    pot = engine.read([random_ids(730, seed=6)])
+    assert pot.entries + len(engine.answer_prompt_ids("What is the passkey?")) + 20 > config.pot_size
     lengths.clear()
     stats = AnswerStats()
     "".join(engine.answer(pot, "What is the passkey?", max_new_tokens=20, stats=stats))
@@ -184,7 +260,7 @@ def test_a_focused_answer_reads_a_question_distilled_copy_of_that_size():
     assert focused.compressed_for_answer
     assert focused.answer_pot.entries == 40
     # the answer starts from the 40 focused entries plus the question, not from the whole pot
-    assert min(lengths[-focused.new_tokens :]) >= 40 + len(engine.request_ids(question))
+    assert min(lengths[-focused.new_tokens :]) >= 40 + len(engine.answer_prompt_ids(question))
     assert max(lengths[-focused.new_tokens :]) < entries_before
     # the question is the catalyst: a different question keeps different entries
     other = AnswerStats()

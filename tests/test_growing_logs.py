@@ -2,32 +2,10 @@
 
 import pytest
 import torch
-from tiny_models import tiny_tokenizer
+from helpers import LOG_CHUNK, LOG_CONFIG, line_tokens, log_lines
 
 from infinipot.app.service import DocumentService
-from infinipot.core.config import PotConfig
 from infinipot.core.reader import ContinualReader
-
-# The stream is cut every max(forward_tokens, 256) tokens; appends of whole chunks end where a one-go read cuts.
-CONFIG = PotConfig(pot_size=128, keep_size=48, forward_tokens=256)
-CHUNK = 256
-
-
-def line_tokens(line: str) -> int:
-    return len(tiny_tokenizer()(line, add_special_tokens=False)["input_ids"])  # each line is encoded alone
-
-
-def log_lines(total_tokens: int, start: int) -> list[str]:
-    """Log lines worth exactly `total_tokens` tokens, so a step ends where a one-go read cuts its stream."""
-    lines, count, i = [], 0, start
-    while total_tokens - count > 40:
-        line = f"{i:05d} worker-{i % 7} handled request {i * 31 % 997} for the quick brown fox.\n"
-        lines.append(line)
-        count += line_tokens(line)
-        i += 1
-    assert 0 < total_tokens - count <= 40
-    blank = "\n"  # encoded alone, a blank line is one token: pads the step to the exact count
-    return [*lines, *[blank] * (total_tokens - count)]
 
 
 @pytest.fixture
@@ -50,7 +28,7 @@ def stored(service, report):
 
 
 def test_a_log_appended_in_three_steps_gives_the_pot_of_one_read(tmp_path, tiny_model_dir, fed):
-    steps = [log_lines(CHUNK, 0), log_lines(CHUNK, 100), log_lines(2 * CHUNK, 200)]
+    steps = [log_lines(LOG_CHUNK, 0), log_lines(LOG_CHUNK, 100), log_lines(2 * LOG_CHUNK, 200)]
     path = tmp_path / "app.log"
     service = DocumentService(tmp_path / "home", device="cpu")
     reports, written = [], ""
@@ -58,18 +36,18 @@ def test_a_log_appended_in_three_steps_gives_the_pot_of_one_read(tmp_path, tiny_
         written += "".join(lines)
         path.write_text(written, encoding="utf-8")
         fed.append(0)
-        reports.append(service.read(path, CONFIG, tiny_model_dir, follow=True))
+        reports.append(service.read(path, LOG_CONFIG, tiny_model_dir, follow=True))
 
-    assert [r.tokens for r in reports] == [CHUNK, 2 * CHUNK, 4 * CHUNK]
-    assert [r.resumed_from for r in reports] == [0, CHUNK, 2 * CHUNK]
-    assert fed == [CHUNK, CHUNK, 2 * CHUNK]  # only the appended lines were read
+    assert [r.tokens for r in reports] == [LOG_CHUNK, 2 * LOG_CHUNK, 4 * LOG_CHUNK]
+    assert [r.resumed_from for r in reports] == [0, LOG_CHUNK, 2 * LOG_CHUNK]
+    assert fed == [LOG_CHUNK, LOG_CHUNK, 2 * LOG_CHUNK]  # only the appended lines were read
     assert len({r.doc_id for r in reports}) == 1 and len(service.store.documents.all()) == 1
     assert reports[-1].cycles > 10
 
     one_go = DocumentService(tmp_path / "one-go", device="cpu")
     fed.append(0)
-    reference = one_go.read(path, CONFIG, tiny_model_dir)
-    assert fed[-1] == 4 * CHUNK
+    reference = one_go.read(path, LOG_CONFIG, tiny_model_dir)
+    assert fed[-1] == 4 * LOG_CHUNK
     record, grown = stored(service, reports[-1])
     reference_record, expected = stored(one_go, reference)
     assert torch.equal(grown["origin"], expected["origin"]) and torch.equal(grown["kept_by"], expected["kept_by"])
@@ -79,7 +57,7 @@ def test_a_log_appended_in_three_steps_gives_the_pot_of_one_read(tmp_path, tiny_
     assert (record.read_bytes, record.prefix_sha256) == (reference_record.read_bytes, reference_record.prefix_sha256)
     document = service.store.documents.get(reports[-1].doc_id)
     assert document.content_hash == one_go.store.documents.get(reference.doc_id).content_hash
-    assert document.tokens == 4 * CHUNK and document.size_bytes == path.stat().st_size
+    assert document.tokens == 4 * LOG_CHUNK and document.size_bytes == path.stat().st_size
     # the extended location map covers every token, like the one-go read's
     from infinipot.ingest import TokenLocationMap
 
@@ -92,55 +70,55 @@ def test_a_log_appended_in_three_steps_gives_the_pot_of_one_read(tmp_path, tiny_
 
 def test_an_unfinished_last_line_waits_for_its_newline(tmp_path, tiny_model_dir, fed):
     path = tmp_path / "app.log"
-    lines = log_lines(CHUNK, 0)
+    lines = log_lines(LOG_CHUNK, 0)
     path.write_text("".join(lines) + "00999 half a li", encoding="utf-8")
     service = DocumentService(tmp_path / "home", device="cpu")
     fed.append(0)
-    first = service.read(path, CONFIG, tiny_model_dir, follow=True)
-    assert first.tokens == CHUNK and fed == [CHUNK]
+    first = service.read(path, LOG_CONFIG, tiny_model_dir, follow=True)
+    assert first.tokens == LOG_CHUNK and fed == [LOG_CHUNK]
     fed.append(0)
-    assert service.read(path, CONFIG, tiny_model_dir, follow=True).reused  # still nothing complete to add
+    assert service.read(path, LOG_CONFIG, tiny_model_dir, follow=True).reused  # still nothing complete to add
     assert fed[-1] == 0
     with path.open("a", encoding="utf-8") as handle:
         handle.write("ne\n")
     fed.append(0)
-    second = service.read(path, CONFIG, tiny_model_dir, follow=True)
-    assert second.resumed_from == CHUNK and second.doc_id == first.doc_id
-    assert fed[-1] == second.tokens - CHUNK == line_tokens("00999 half a line\n")
+    second = service.read(path, LOG_CONFIG, tiny_model_dir, follow=True)
+    assert second.resumed_from == LOG_CHUNK and second.doc_id == first.doc_id
+    assert fed[-1] == second.tokens - LOG_CHUNK == line_tokens("00999 half a line\n")
 
 
 def test_a_rewritten_or_shrunk_file_is_read_again_with_a_warning(tmp_path, tiny_model_dir, fed):
     path = tmp_path / "app.log"
-    original = "".join(log_lines(CHUNK, 0))
+    original = "".join(log_lines(LOG_CHUNK, 0))
     path.write_text(original, encoding="utf-8")
     service = DocumentService(tmp_path / "home", device="cpu")
     fed.append(0)
-    first = service.read(path, CONFIG, tiny_model_dir)
+    first = service.read(path, LOG_CONFIG, tiny_model_dir)
     path.write_text("rotated\n" + original[8:] + "one more line\n", encoding="utf-8")
     fed.append(0)
-    rewritten = service.read(path, CONFIG, tiny_model_dir)
+    rewritten = service.read(path, LOG_CONFIG, tiny_model_dir)
     assert rewritten.warnings == [
         "app.log was rewritten since it was read (not only appended to); reading it from the start"
     ]
     assert rewritten.resumed_from == 0 and fed[-1] == rewritten.tokens and rewritten.doc_id != first.doc_id
     assert service.store.pots.get(first.pot_id).status == "complete"  # the old content's pot stays stored
     path.write_text("short\n", encoding="utf-8")
-    shrunk = service.read(path, CONFIG, tiny_model_dir)
+    shrunk = service.read(path, LOG_CONFIG, tiny_model_dir)
     assert shrunk.warnings == ["app.log shrank since it was read; reading it from the start"]
     assert shrunk.resumed_from == 0
 
 
 def test_a_one_shot_read_of_a_grown_log_continues_and_reports_where(tmp_path, tiny_model_dir, fed):
     path = tmp_path / "app.log"
-    path.write_text("".join(log_lines(CHUNK, 0)), encoding="utf-8")
+    path.write_text("".join(log_lines(LOG_CHUNK, 0)), encoding="utf-8")
     service = DocumentService(tmp_path / "home", device="cpu")
     fed.append(0)
-    first = service.read(path, CONFIG, tiny_model_dir)
+    first = service.read(path, LOG_CONFIG, tiny_model_dir)
     with path.open("a", encoding="utf-8") as handle:
-        handle.write("".join(log_lines(CHUNK, 300)))
+        handle.write("".join(log_lines(LOG_CHUNK, 300)))
     fed.append(0)
-    grown = service.read(path, CONFIG, tiny_model_dir)
-    assert (grown.doc_id, grown.resumed_from, grown.reused, grown.warnings) == (first.doc_id, CHUNK, False, [])
-    assert fed == [CHUNK, CHUNK] and grown.tokens == 2 * CHUNK
-    stored_pot, reused = service.open_pot(str(path))  # asking by path finds the grown document
-    assert reused and stored_pot.doc_id == first.doc_id and stored_pot.pot.document_tokens == 2 * CHUNK
+    grown = service.read(path, LOG_CONFIG, tiny_model_dir)
+    assert (grown.doc_id, grown.resumed_from, grown.reused, grown.warnings) == (first.doc_id, LOG_CHUNK, False, [])
+    assert fed == [LOG_CHUNK, LOG_CHUNK] and grown.tokens == 2 * LOG_CHUNK
+    stored_pot, reused = service.open_pot_reused(str(path))  # asking by path finds the grown document
+    assert reused and stored_pot.doc_id == first.doc_id and stored_pot.pot.document_tokens == 2 * LOG_CHUNK

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import make_workspace, tiny_settings, wait_until
+from helpers import make_workspace, tiny_settings, wait_until
 from tiny_models import save_model_folder, write_notes
 
-from infinipot.app.jobs import MemoryLog
-from infinipot.app.workspace import ReadSettings, safe_file_name
+from infinipot.app.web.jobs import MemoryLog
+from infinipot.app.web.workspace import ReadSettings, safe_file_name
 from infinipot.core.config import NUC_UNITS
 
 
@@ -44,7 +44,7 @@ def test_reads_run_one_at_a_time_cancel_stops_between_chunks_and_resume_finishes
         assert rows_by_name(workspace)["first.txt"]["status"].startswith("cancelled at")
         wait_until(lambda: rows_by_name(workspace)["second.txt"]["state"] == "ready", timeout=180)
         assert rows_by_name(workspace)["first.txt"]["state"] == "cancelled"  # the worker went on to the next read
-        (second_pot,) = workspace.backend.document(results[1]["doc_id"])["pots"]
+        (second_pot,) = workspace.service.document(results[1]["doc_id"])["pots"]
         assert second_pot["config"]["nuc_unit"] == "word"
 
         assert workspace.resume(first_id) == "first.txt: queued again"

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import time
 
 import pytest
-from app_helpers import make_workspace, tiny_settings
+from helpers import make_workspace, tiny_settings, wait_until
 from tiny_models import write_notes
 
-from infinipot.app.log_follower import FOLLOWING, STOPPED
-from infinipot.app.ui.follow_panel import FollowPanel, followed_table
-
-
-def wait_for(condition, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
+from infinipot.app.read.follow import FOLLOWING, STOPPED
+from infinipot.app.web.page.follow_panel import FollowPanel, followed_table
 
 
 @pytest.fixture
@@ -34,22 +23,26 @@ def workspace(infinipot_home):
 def test_a_followed_log_continues_its_pot_with_appended_lines_only(workspace, tiny_model_dir, tmp_path):
     log = write_notes(tmp_path / "app.log", lines=30)
     read_steps: list[int] = []
-    service_read = workspace.backend.service.read
+    service_read = workspace.follower.read
 
     def counting_read(path, config, model, on_progress=None, follow=False):
         report = service_read(path, config, model, on_progress, follow)
         read_steps.append(report.resumed_from)
         return report
 
-    workspace.backend.service.read = counting_read
+    workspace.follower.read = counting_read
     message = workspace.follow_log(str(log), tiny_settings(tiny_model_dir))
     assert message.startswith("Following")
-    first = wait_for(lambda: next((r for r in workspace.followed_logs() if r["doc_id"]), None))
+    first = wait_until(
+        lambda: next((r for r in workspace.followed_logs() if r["doc_id"]), None), every=0.1, what="the first read"
+    )
     assert first["status"] == FOLLOWING and first["steps"] == 1 and first["tokens"] > 0
 
     with log.open("a", encoding="utf-8") as handle:
         handle.write("Line 31: the storeroom safe opens with 4417.\nLine 32: appended later.\n")
-    grown = wait_for(lambda: next((r for r in workspace.followed_logs() if r["steps"] == 2), None))
+    grown = wait_until(
+        lambda: next((r for r in workspace.followed_logs() if r["steps"] == 2), None), every=0.1, what="a 2nd step"
+    )
     assert grown["doc_id"] == first["doc_id"] and grown["tokens"] > first["tokens"]
     assert read_steps[0] == 0 and first["tokens"] in read_steps  # the second read started after the first's tokens
     assert any(row["doc_id"] == first["doc_id"] for row in workspace.library())
@@ -82,6 +75,6 @@ def test_the_panel_shows_each_followed_file(workspace, tiny_model_dir, tmp_path)
     log = write_notes(tmp_path / "app.log", lines=10)
     assert panel.states() == ""
     assert panel.follow(str(log), *tiny_settings(tiny_model_dir).values()).startswith("Following")
-    shown = wait_for(lambda: "tokens" in panel.states() and panel.states())
+    shown = wait_until(lambda: "tokens" in panel.states() and panel.states(), every=0.1, what="a read in the panel")
     assert str(log) in shown and "following" in shown
     assert followed_table([]) == ""

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from test_engine import record_cache_lengths, reference_greedy
+from helpers import assert_same_pot, record_cache_lengths, reference_greedy
 from tiny_models import random_ids, tiny_loaded
 
 from infinipot.core import capacity, hf_adapter
@@ -66,7 +66,7 @@ def test_every_method_equals_plain_greedy_when_the_document_fits(method):
     assert pot.cycles == 0
     stats = AnswerStats()
     "".join(engine.answer(pot, QUESTION, max_new_tokens=12, stats=stats))
-    full = engine.prefix_ids + document + engine.request_ids(QUESTION)
+    full = engine.prefix_ids + document + engine.answer_prompt_ids(QUESTION)
     assert stats.token_ids == reference_greedy(engine, full, 12)
 
 
@@ -125,7 +125,7 @@ def test_truncate_reads_the_first_and_last_halves_only_and_answers_like_a_trunca
     stats = AnswerStats()
     "".join(engine.answer(pot, QUESTION, max_new_tokens=8, stats=stats))
     prefix = len(engine.prefix_ids)
-    truncated = engine.prefix_ids + document[: head - prefix] + document[-tail:] + engine.request_ids(QUESTION)
+    truncated = engine.prefix_ids + document[: head - prefix] + document[-tail:] + engine.answer_prompt_ids(QUESTION)
     assert stats.token_ids == reference_greedy(engine, truncated, 8)
 
 
@@ -136,7 +136,9 @@ def test_full_keeps_everything_beyond_the_pot_and_equals_plain_greedy():
     assert pot.entries == pot.peak_entries == len(engine.prefix_ids) + len(document) > 96
     stats = AnswerStats()
     "".join(engine.answer(pot, QUESTION, max_new_tokens=10, stats=stats))
-    assert stats.token_ids == reference_greedy(engine, engine.prefix_ids + document + engine.request_ids(QUESTION), 10)
+    assert stats.token_ids == reference_greedy(
+        engine, engine.prefix_ids + document + engine.answer_prompt_ids(QUESTION), 10
+    )
 
 
 def test_full_is_refused_when_memory_is_too_small(monkeypatch):
@@ -236,24 +238,16 @@ def test_truncate_through_the_service_reads_the_documents_end(tiny_model_dir, do
     from infinipot.app.service import DocumentService
 
     service = DocumentService(home=infinipot_home, device="cpu")
-    whole = service.read(document, PotConfig(pot_size=96, keep_size=48), model_name=tiny_model_dir)
-    config = PotConfig(pot_size=96, keep_size=48, method="truncate")
+    whole = service.read(document, PotConfig(pot_size=128, keep_size=48), model_name=tiny_model_dir)
+    config = PotConfig(pot_size=128, keep_size=48, method="truncate")
     service.read(document, config, model_name=tiny_model_dir)
-    stored, _ = service.open_pot(whole.doc_id)
+    stored, _ = service.open_pot_reused(whole.doc_id)
     pot = stored.pot
     assert stored.record.method == "truncate"
     assert whole.tokens > config.pot_size  # a document the head alone cannot hold
     assert pot.document_tokens == whole.tokens
     assert int(pot.origin.max()) == pot.prefix_len + whole.tokens - 1  # the document's last token is in the pot
     assert pot.entries <= config.pot_size
-
-
-def assert_same_pot(a, b):
-    assert a.counters() == b.counters()
-    ours, theirs = a.tensors(), b.tensors()
-    assert ours.keys() == theirs.keys()
-    for name in ours:
-        assert torch.equal(ours[name], theirs[name]), name
 
 
 @pytest.mark.parametrize("method", METHODS)

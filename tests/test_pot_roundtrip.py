@@ -4,7 +4,7 @@ import pytest
 import torch
 from tiny_models import random_ids, tiny_loaded
 
-from infinipot.app.potcodec import bulk_names, pot_from_storage, pot_summary
+from infinipot.app.library.pot_files import bulk_names, pot_from_storage, pot_summary
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.storage.store import Store

@@ -6,23 +6,16 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
+from helpers import run_json, run_json_and_stderr, wait_until
 
 from infinipot.app.cli import main
 from infinipot.app.service import DocumentService
 from infinipot.storage.store import DATABASE_NAME, Store
 
 POT = ["--pot-size", "512", "--keep", "256"]  # a few compressions: these tests are about storage
-
-
-def run_json(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out.strip().splitlines()[-1]), err
 
 
 def only_pot(home):
@@ -56,6 +49,7 @@ def checkpointed_tokens(home) -> int:
     return row[0] or 0
 
 
+@pytest.mark.slow  # subprocesses
 def test_reader_killed_with_sigkill_resumes_to_the_same_kept_indices(tmp_path, tiny_model_dir):
     path = tmp_path / "big.log"
     path.write_text("\n".join(f"{i:05d} worker-{i % 5} served item {i * 13 % 101}." for i in range(80)))
@@ -64,11 +58,12 @@ def test_reader_killed_with_sigkill_resumes_to_the_same_kept_indices(tmp_path, t
 
     killed_home = tmp_path / "killed"
     reader = cli_process(killed_home, *argv)
-    deadline = time.monotonic() + 600  # a generous bound for a loaded machine; the test waits, it does not time
-    while checkpointed_tokens(killed_home) < 600:
+
+    def checkpoint_past_600_tokens():
         assert reader.poll() is None, f"the reader ended before it could be killed: {reader.communicate()[1]}"
-        assert time.monotonic() < deadline, "no checkpoint appeared"
-        time.sleep(0.05)
+        return checkpointed_tokens(killed_home) >= 600
+
+    wait_until(checkpoint_past_600_tokens, timeout=600, every=0.05, what="a checkpoint past 600 tokens")
     reader.send_signal(signal.SIGKILL)
     reader.communicate()
     assert reader.returncode == -signal.SIGKILL
@@ -127,12 +122,12 @@ def test_damaged_stored_pot_is_reported_in_one_line_and_read_again(
     capsys, infinipot_home, tiny_model_dir, document, damage, reason
 ):
     argv = ["read", str(document), "--model", tiny_model_dir, *POT, "--json"]
-    first, _ = run_json(capsys, argv)
+    first = run_json(capsys, argv)
     store, pot = only_pot(infinipot_home)
     origin = store.load_pot(pot)["origin"]
     damage(store.absolute(pot.tensor_file))
 
-    again, err = run_json(capsys, argv)
+    again, err = run_json_and_stderr(capsys, argv)
     warnings = err.strip().splitlines()
     assert len(warnings) == 1
     assert warnings[0].startswith("infinipot: warning: stored pot for notes.txt is damaged (" + reason)
@@ -141,14 +136,15 @@ def test_damaged_stored_pot_is_reported_in_one_line_and_read_again(
     store, repaired = only_pot(infinipot_home)
     assert repaired.id == pot.id and repaired.status == "complete" and repaired.tensor_file != pot.tensor_file
     assert torch.equal(store.load_pot(repaired)["origin"], origin)
-    assert run_json(capsys, argv)[0]["reused"] is True
+    assert run_json(capsys, argv)["reused"] is True
 
 
 def test_ask_on_a_damaged_pot_warns_reads_again_and_answers(capsys, infinipot_home, tiny_model_dir, document):
-    first, _ = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, *POT, "--json"])
+    first = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, *POT, "--json"])
     store, pot = only_pot(infinipot_home)
     damage_flipped(store.absolute(pot.tensor_file))
-    answer, err = run_json(capsys, ["ask", first["doc_id"], "What does the fox do?", "--max-new-tokens", "4", "--json"])
+    argv = ["ask", first["doc_id"], "What does the fox do?", "--max-new-tokens", "4", "--json"]
+    answer, err = run_json_and_stderr(capsys, argv)
     assert err.strip().splitlines() == [
         "infinipot: warning: stored pot for notes.txt is damaged (checksum mismatch); reading again"
     ]
@@ -160,10 +156,11 @@ def test_ask_on_a_damaged_pot_warns_reads_again_and_answers(capsys, infinipot_ho
 def test_ask_answers_from_the_stored_pot_without_the_document_and_records_the_conversation(
     capsys, infinipot_home, tiny_model_dir, document
 ):
-    first, _ = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, *POT, "--json"])
+    first = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, *POT, "--json"])
     document.rename(document.with_name("moved-away.txt"))  # the stored pot is all `ask` needs
     question = "What does the fox do?"
-    answer, err = run_json(capsys, ["ask", first["doc_id"][:6], question, "--max-new-tokens", "6", "--json"])
+    argv = ["ask", first["doc_id"][:6], question, "--max-new-tokens", "6", "--json"]
+    answer, err = run_json_and_stderr(capsys, argv)
     assert err == ""
     assert answer["reused_pot"] is True and answer["ttft_seconds"] <= answer["seconds"]
     store = Store(infinipot_home)
@@ -183,26 +180,27 @@ def test_list_shows_documents_pots_and_disk_use_and_delete_removes_them(
 ):
     other = tmp_path / "other.txt"
     other.write_text("\n".join(f"Entry {i}: grass is green and the sky is blue." for i in range(40)))
-    notes, _ = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, *POT, "--json"])
+    notes = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, *POT, "--json"])
     run_json(capsys, ["read", str(document), "--model", tiny_model_dir, "--pot-size", "512", "--keep", "200", "--json"])
-    kept, _ = run_json(capsys, ["read", str(other), "--model", tiny_model_dir, *POT, "--json"])
+    kept = run_json(capsys, ["read", str(other), "--model", tiny_model_dir, *POT, "--json"])
     run_json(capsys, ["ask", notes["doc_id"], "Which dog?", "--max-new-tokens", "3", "--json"])
 
-    listing, _ = run_json(capsys, ["list", "--json"])
+    listing = run_json(capsys, ["list", "--json"])
     by_id = {doc["doc_id"]: doc for doc in listing["documents"]}
     assert set(by_id) == {notes["doc_id"], kept["doc_id"]}
     entry = by_id[notes["doc_id"]]
     assert entry["name"] == "notes.txt" and entry["tokens"] == notes["tokens"] and entry["kind"] == "text"
     assert sorted(pot["keep_size"] for pot in entry["pots"]) == [200, 256]
     assert {pot["status"] for pot in entry["pots"]} == {"complete"}
-    assert listing["disk_bytes"] == folder_bytes(infinipot_home / "pots") + folder_bytes(infinipot_home / "maps")
+    stored = folder_bytes(infinipot_home / "pots") + folder_bytes(infinipot_home / "maps")
+    assert listing["disk_bytes"] == stored + folder_bytes(infinipot_home / "ui")  # and the token ids read kept
     main(["list"])
     human = capsys.readouterr().out
     assert "notes.txt" in human and "other.txt" in human and "complete" in human
 
-    deleted, _ = run_json(capsys, ["delete", str(document), "--json"])
+    deleted = run_json(capsys, ["delete", str(document), "--json"])
     assert deleted == {"deleted": notes["doc_id"], "name": "notes.txt", "pots": 2, "freed_bytes": entry["disk_bytes"]}
-    listing, _ = run_json(capsys, ["list", "--json"])
+    listing = run_json(capsys, ["list", "--json"])
     assert [doc["doc_id"] for doc in listing["documents"]] == [kept["doc_id"]]
     for pot in entry["pots"]:
         assert not (infinipot_home / "pots" / str(pot["pot_id"])).exists()
@@ -218,5 +216,5 @@ def test_list_shows_documents_pots_and_disk_use_and_delete_removes_them(
 
 
 def test_list_of_an_empty_store(capsys):
-    listing, _ = run_json(capsys, ["list", "--json"])
+    listing = run_json(capsys, ["list", "--json"])
     assert listing == {"documents": [], "disk_bytes": 0}

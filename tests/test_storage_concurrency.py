@@ -6,6 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # three subprocesses
+
 WRITER = textwrap.dedent(
     """
     import hashlib, sys, time, torch

@@ -110,6 +110,7 @@ def test_claim_sweeps_files_no_row_names(store):
     store.load_checkpoint(store.checkpoints.latest(pot.id))  # the named one is intact
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_live_reader_blocks_a_second_reader_but_a_dead_one_does_not(store):
     doc = record_document(store)
     pot = store.claim_pot(doc.id, "default", "model-a", CONFIG, "infinipot")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from app_helpers import answer_text, make_workspace, message_text, running_app, tiny_settings, wait_until
+from helpers import answer_text, make_workspace, message_text, running_app, tiny_settings, wait_until
 from tiny_models import save_model_folder
 from tiny_models import write_notes as write_notes_file
 
@@ -14,7 +14,9 @@ gradio_client = pytest.importorskip("gradio_client")
 from gradio_client import Client, handle_file  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from infinipot.app.visualize import STATES  # noqa: E402
+from infinipot.app.web.kept_view import STATES  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a Gradio server
 
 SETTING_ORDER = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method", "nuc_unit")
 
@@ -39,7 +41,7 @@ def text_of(html: str) -> str:
 
 
 def expected_answer(workspace, doc_id, question, max_new_tokens):
-    stored = workspace.backend.open_pot(doc_id)
+    stored = workspace.service.open_pot(doc_id)
     return "".join(stored.engine.answer(stored.pot, question, max_new_tokens)).strip()
 
 
@@ -102,7 +104,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         assert [message_text(m) for m in history[::2]] == [question, "Who is lazy?"]
 
         summary = client.predict(doc_id, 12, api_name="/summarize")
-        stored = workspace.backend.open_pot(doc_id)
+        stored = workspace.service.open_pot(doc_id)
         assert summary == (
             "".join(stored.engine.summarize(stored.pot, 12)).strip() or "(the model gave an empty summary)"
         )

@@ -7,10 +7,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 
 import pytest
-from app_helpers import make_workspace, running_app
+from helpers import make_workspace, running_app, wait_until, wait_until_stable
 from tiny_models import save_model_folder, write_notes
 
 CHROMIUM = shutil.which("chromium")
@@ -23,6 +22,8 @@ webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a browser and a server
 
 CHROMIUM_FLAGS = (
     "--headless=new",
@@ -50,18 +51,8 @@ def browser(tmp_path):
     driver.quit()
 
 
-def wait_for(check, timeout=180.0, every=0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as exc:  # the page is still rendering
-            last = exc
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timed out; last value: {last!r}")
+def wait_for(check, what: str, timeout=180.0, every=0.25):
+    return wait_until(check, timeout, every, what=what, ignore=(Exception,))  # an error: the page is still rendering
 
 
 def visible_text(driver, css: str) -> str:
@@ -89,25 +80,25 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
     workspace = make_workspace(infinipot_home)
     with running_app(workspace) as url:
         browser.get(url)
-        wait_for(lambda: "InfiniPot document chat" in browser.find_element(By.TAG_NAME, "body").text, 60)
+        wait_for(lambda: "InfiniPot document chat" in browser.find_element(By.TAG_NAME, "body").text, "the page", 60)
 
         open_tab(browser, "Settings")
         replace_value(browser, "#ip-model textarea, #ip-model input", model_dir)
         replace_value(browser, "#ip-pot-size input", "128")
         replace_value(browser, "#ip-keep-size input", "48")
         replace_value(browser, "#ip-answer-length input[type='number']", "16")
-        wait_for(lambda: "|M| = 128, kept |C| = 48" in visible_text(browser, "#ip-settings-notice"), 60)
+        wait_for(lambda: "|M| = 128, kept |C| = 48" in visible_text(browser, "#ip-settings-notice"), "settings", 60)
 
         open_tab(browser, "Library")
         browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(notes))
-        wait_for(lambda: "notes.txt: queued" in visible_text(browser, "#ip-notice"), 60)
-        library = wait_for(lambda: (t := visible_text(browser, "#ip-library")) and "ready" in t and t)
+        wait_for(lambda: "notes.txt: queued" in visible_text(browser, "#ip-notice"), "the upload notice", 60)
+        library = wait_for(lambda: (t := visible_text(browser, "#ip-library")) and "ready" in t and t, "the read")
         assert "notes.txt" in library and "/ 128" in library and "Pot (entries / size)" in library
         assert "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value")
         assert "ready" in visible_text(browser, "#ip-progress")
 
         doc_id = workspace.library()[0]["doc_id"]
-        stored = workspace.backend.open_pot(doc_id)
+        stored = workspace.service.open_pot(doc_id)
         question = "What does the fox do?"
         expected = "".join(stored.engine.answer(stored.pot, question, 16)).strip()
 
@@ -115,9 +106,10 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(question)
         browser.find_element(By.CSS_SELECTOR, "#ip-ask").click()
         chat = wait_for(
-            lambda: (t := visible_text(browser, "#ip-chat")) and question in t and len(t) > len(question) and t
+            lambda: (t := visible_text(browser, "#ip-chat")) and question in t and len(t) > len(question) and t,
+            "the question and the start of its answer",
         )
-        wait_for(lambda: normalized(expected)[:40] in normalized(visible_text(browser, "#ip-chat")), 120)
+        wait_for(lambda: normalized(expected)[:40] in normalized(visible_text(browser, "#ip-chat")), "the answer", 120)
         shot = tmp_path / "app.png"
         browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
@@ -128,17 +120,17 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
             buttons = browser.find_elements(By.CSS_SELECTOR, "#ip-chat button")
             return next((b for b in buttons if re.fullmatch(r"line \d+ \(\d+%\)", b.text.strip())), None)
 
-        source = wait_for(source_button, 60)
+        source = wait_for(source_button, "a source button under the answer", 60)
         cited_line = re.match(r"line (\d+)", source.text.strip()).group(1)
         source.click()
-        wait_for(lambda: f"starts at line {cited_line} ·" in visible_text(browser, "body"), 120)
+        wait_for(lambda: f"starts at line {cited_line} ·" in visible_text(browser, "body"), "the cited line", 120)
         open_tab(browser, "Chat")
 
         # Stop: a slow answer stops growing once Stop is pressed, and is not stored.
         follow_up = "Who is lazy?"
         full = list(stored.engine.answer(stored.pot, follow_up, 16))
         assert len(full) >= 6, full  # enough pieces to stop in the middle
-        workspace.backend.answer_pace = 2.0  # a loaded machine may show the first piece late: stop lands mid-answer
+        workspace.service.answer_pace = 2.0  # a loaded machine may show the first piece late: stop lands mid-answer
         browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(follow_up)
         browser.find_element(By.CSS_SELECTOR, "#ip-ask").click()
 
@@ -146,12 +138,12 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
             text = visible_text(browser, "#ip-chat")
             return normalized(text.split(follow_up, 1)[1]) if follow_up in text else ""
 
-        wait_for(partial_answer, 60, every=0.1)
+        wait_for(partial_answer, "the start of the answer", 60, every=0.1)
         browser.find_element(By.CSS_SELECTOR, "#ip-stop").click()
-        time.sleep(1.5)
-        stopped = partial_answer()
-        time.sleep(2.5)
-        assert partial_answer() == stopped
+        # Unchanged for longer than the 2 s between pieces: the answer stopped growing (or it was complete).
+        stopped = wait_until_stable(
+            partial_answer, settle=2.5, timeout=120, what="the answer to stop growing", ignore=(Exception,)
+        )
         assert len(stopped) < len(normalized("".join(full)))
         conversation = workspace.conversations(doc_id)[-1]["id"]
         assert [m["content"] for m in workspace.messages(conversation)][::2] == [question]

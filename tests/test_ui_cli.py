@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from infinipot.app.cli import build_parser, main
-from infinipot.app.ui.launch import check_exposure, is_loopback, parse_auth
+from infinipot.app.web.page.launch import check_exposure, is_loopback, parse_auth
 
 
 def test_ui_has_help_with_its_options(capsys):
@@ -30,7 +30,7 @@ def test_ui_has_help_with_its_options(capsys):
     ],
 )
 def test_unsafe_or_invalid_ui_options_are_one_line_errors(capsys, argv, fragment, monkeypatch):
-    monkeypatch.setattr("infinipot.app.workspace.open_workspace", lambda **kwargs: pytest.fail("app was started"))
+    monkeypatch.setattr("infinipot.app.web.workspace.open_workspace", lambda **kwargs: pytest.fail("app was started"))
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
@@ -49,10 +49,11 @@ def test_loopback_needs_no_password_and_other_hosts_do():
     assert parse_auth("user:pa:ss") == ("user", "pa:ss")
 
 
+@pytest.mark.slow  # a subprocess
 def test_the_ui_modules_do_not_import_torch():
     code = (
-        "import sys; import infinipot.app.ui, infinipot.app.ui.app, infinipot.app.ui.handlers, "
-        "infinipot.app.ui.render; assert 'torch' not in sys.modules, 'torch imported'"
+        "import sys; import infinipot.app.web.page, infinipot.app.web.page.app, infinipot.app.web.page.handlers, "
+        "infinipot.app.web.page.render; assert 'torch' not in sys.modules, 'torch imported'"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from app_helpers import (
+from helpers import (
     QUESTIONS,
     answer_text,
     make_workspace,
@@ -17,6 +17,8 @@ from tiny_models import save_model_folder, write_notes
 
 gradio_client = pytest.importorskip("gradio_client")
 from gradio_client import Client  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a Gradio server
 
 MAX_NEW_TOKENS = 10
 

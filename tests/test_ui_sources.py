@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import gradio as gr
 import pytest
-from app_helpers import make_workspace, tiny_settings, wait_until
-from citation_docs import filler_pages, plant_needle, write_pdf
-from test_citations import FILLER, NEEDLE_TOKEN
+from helpers import (
+    FILLER,
+    NEEDLE_TOKEN,
+    filler_pages,
+    make_workspace,
+    plant_needle,
+    tiny_settings,
+    wait_until,
+    write_pdf,
+)
 from tiny_models import save_attending_model_folder
 
-from infinipot.app.ui import sources
-from infinipot.app.ui.handlers import KEPT_TAB, Handlers
+from infinipot.app.web.page import sources
+from infinipot.app.web.page.handlers import KEPT_TAB, Handlers
 
 NEEDLE_PAGE = 3
 
@@ -56,7 +63,7 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
 
     start, tabs = handlers.open_source(gr.SelectData(None, {"index": 0, "value": option["value"]}), doc_id)
     assert tabs["selected"] == KEPT_TAB
-    location_map = workspace.backend.location_map(doc_id)
+    location_map = workspace.service.location_map(doc_id)
     assert location_map.page_of(start) == NEEDLE_PAGE and location_map.page_of(start - 1) == NEEDLE_PAGE - 1
     caption = handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
     assert f"starts at page {NEEDLE_PAGE}, line 1" in caption

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from tiny_models import tiny_tokenizer
 
-from infinipot.app import visualize
-from infinipot.app.ui import render
+from infinipot.app.web import kept_view as visualize
+from infinipot.app.web.page import render
 from infinipot.core.pot import Pot
 from infinipot.core.selection import KEPT_NOVELTY, KEPT_READ, KEPT_SCORE, KEPT_SINK
 

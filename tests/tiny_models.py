@@ -34,6 +34,7 @@ _CORPUS = [
     "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890.",
     "Summarize the text above, keeping every important fact, name, number and code.",
     "What is the passkey? Read the document carefully and answer this question.",
+    "Answer from the text above in one short sentence.",
     "Grass is green, the sky is blue, the sun is yellow. Here we go, there and back again.",
 ]
 

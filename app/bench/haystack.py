@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from infinipot.app.niah import essay_paths, needle_sentence
+from infinipot.app.bench.needle import essay_paths, needle_sentence
 
 
 def haystack_ids(tokenizer, length: int) -> list[int]:

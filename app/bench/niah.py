@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_document, passkey_key
+from infinipot.app.bench.needle import QUESTION, found_key
 from infinipot.app.bench.results import ResultLog, length_label, parse_depths, parse_lengths, parse_methods
-from infinipot.app.niah import QUESTION, found_key
 from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
@@ -38,8 +38,8 @@ class NiahSettings:
     methods: tuple[str, ...]
     out: Path
     model: str = "default"
-    pot_size: int = 4096
-    keep: int | None = None  # |C|; default |M|/2 as in `infinipot read`
+    pot_size: int = PotConfig.pot_size
+    keep: int | None = None  # |C|; None: PotConfig's default, as in `infinipot read`
     max_new_tokens: int = 16  # a 5-digit key and a few words around it
     seed: int = 0
     device: str = "auto"
@@ -66,11 +66,10 @@ class NiahSettings:
             raise ValueError(f"focus must be between 1 and the pot size - 1 ({self.pot_size - 1}), got {self.focus}")
 
     def pot_config(self, method: str) -> PotConfig:
-        keep = self.keep if self.keep is not None else self.pot_size // 2
         question = QUESTION if self.cap == "question" else None  # every trial asks this question for its key
         return PotConfig(
             pot_size=self.pot_size,
-            keep_size=keep,
+            keep_size=self.keep,
             method=method,
             cap_mode=self.cap,
             question=question,
@@ -170,7 +169,7 @@ class SharedOpeningReader:
 
 def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial, settings: NiahSettings) -> dict:
     """Read one passkey document and ask for the key; refused (not failed) when `full` cannot hold it."""
-    request = engine.request_ids(QUESTION)
+    request = engine.answer_prompt_ids(QUESTION)
     if not make_scorer(engine.config.method, engine.config.nuc_ratio).compresses:
         try:
             needed = len(engine.prefix_ids) + len(trial.document) + len(request) + settings.max_new_tokens
@@ -286,7 +285,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", default="infinipot,truncate,streaming", help="comma-separated methods")
     parser.add_argument("--out", required=True, help="folder for niah.jsonl, niah.md, niah.json and heatmaps")
     parser.add_argument("--model", default="default")
-    parser.add_argument("--pot-size", type=int, default=4096, help="|M| for every memory-bounded method")
+    parser.add_argument("--pot-size", type=int, default=PotConfig.pot_size, help="|M| for every memory-bounded method")
     parser.add_argument("--keep", type=int, default=None, help="|C| (default |M|/2)")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0, help="changes every key")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infinipot.app.bench.results import ResultLog, length_label, parse_lengths, parse_methods
+from infinipot.core.config import PotConfig
 from infinipot.core.errors import InfiniPotError
 
 PLAIN = "plain"
@@ -33,8 +34,8 @@ class SpeedSettings:
     methods: tuple[str, ...]
     out: Path
     model: str = "default"
-    pot_size: int = 4096
-    keep: int | None = None
+    pot_size: int = PotConfig.pot_size
+    keep: int | None = None  # |C|; None: PotConfig's default
     repeats: int = 1
     device: str = "auto"
 
@@ -55,10 +56,8 @@ class SpeedSettings:
         }
 
 
-def _pot_config(method: str, pot_size: int, keep: int | None):
-    from infinipot.core.config import PotConfig
-
-    return PotConfig(pot_size=pot_size, keep_size=keep if keep is not None else pot_size // 2, method=method)
+def _pot_config(method: str, pot_size: int, keep: int | None) -> PotConfig:
+    return PotConfig(pot_size=pot_size, keep_size=keep, method=method)
 
 
 def plain_chunked_forward(model, ids: list[int], window: int, chunk: int) -> None:
@@ -185,7 +184,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", default="infinipot,streaming,h2o", help="comma-separated methods")
     parser.add_argument("--out", required=True, help="folder for speed.jsonl, speed.md and speed.png")
     parser.add_argument("--model", default="default")
-    parser.add_argument("--pot-size", type=int, default=4096)
+    parser.add_argument("--pot-size", type=int, default=PotConfig.pot_size)
     parser.add_argument("--keep", type=int, default=None, help="|C| (default |M|/2)")
     parser.add_argument("--repeats", type=int, default=1, help="reads per run; throughput is their median")
 

@@ -1,0 +1,1 @@
+"""Answering from a stored pot: citations, the question-aware re-read, questions across documents."""

@@ -1,0 +1,69 @@
+"""An answer passed through as it streams, then stored in its conversation with the places it drew on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from infinipot.app.ask.citing import cite_answer
+from infinipot.app.ask.evidence import with_snippets
+from infinipot.app.ask.stats import AskStats
+from infinipot.app.library.home import Library
+from infinipot.app.library.pot_files import StoredPot
+from infinipot.core.engine import AnswerStats
+
+
+def cited_answer(
+    library: Library, pieces: Iterator[str], stats: AskStats, stored: StoredPot, question: str
+) -> Iterator[str]:
+    """Pass the answer through; once it is complete, fill stats.citations (evidence spans were cited already)."""
+    yield from pieces
+    if not stats.citations:
+        stats.citations = citations(library, stored, question, stats)
+    stats.answer_pot = None  # a distilled copy is not kept alive with the stats
+
+
+def recorded_answer(
+    library: Library,
+    pieces: Iterator[str],
+    stats: AskStats,
+    stored: StoredPot,
+    question: str,
+    conversation_id: int | None,
+) -> Iterator[str]:
+    """Pass the cited answer through; once it is complete, store question and answer (a stopped one is not)."""
+    store = library.store
+    text = []
+    for piece in cited_answer(library, pieces, stats, stored, question):
+        text.append(piece)
+        yield piece
+    if conversation_id is None:
+        conversation_id = store.conversations.create(stored.doc_id, stored.record.id, question[:80]).id
+    meta = {
+        "pot_id": stored.record.id,
+        "ttft_seconds": stats.first_token_seconds,
+        "seconds": stats.seconds,
+        "new_tokens": stats.new_tokens,
+        "citations": stats.citations,
+        "answer_from": stats.answer_from,
+    }
+    store.conversations.append_many(
+        conversation_id, [("user", question, None), ("assistant", "".join(text).strip(), meta)]
+    )
+    stats.conversation_id = conversation_id
+
+
+def citations(library: Library, stored: StoredPot, question: str, stats: AnswerStats) -> list[dict]:
+    """The pages or lines a complete answer drew on (ask.citing), best first, each with its text."""
+    if stats.answer_pot is None:
+        return []
+    document = library.store.documents.get(stored.doc_id)
+    found = cite_answer(
+        stored.engine,
+        stats.answer_pot,
+        question,
+        stats.token_ids,
+        library.store.location_map_path(stored.doc_id),
+        stored.doc_id,
+        document.kind if document else None,
+    )
+    return [citation.as_json() for citation in with_snippets(library, stored, found)]

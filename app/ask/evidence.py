@@ -1,0 +1,97 @@
+"""Answer mode `evidence`: the pot points, the document answers (core.evidence), with the app's files.
+
+The spans the question's attention ranks best are read from the document's stored token ids, placed between
+the pot and the question, and cited: each citation is a span with its page or line and its text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from infinipot.app.ask.citing import Citation, page_label
+from infinipot.app.library.documents import DocumentNotFound, require_document, stored_token_ids
+from infinipot.app.library.home import Library
+from infinipot.app.library.pot_files import StoredPot
+from infinipot.app.library.token_ids import read_window, token_count
+from infinipot.core.evidence import EvidenceConfig, Span, find_evidence, holds_whole_document, widen
+from infinipot.ingest import TokenLocationMap
+from infinipot.ingest.errors import IngestError
+
+
+def gather_evidence(
+    library: Library, stored: StoredPot, question: str, config: EvidenceConfig, max_new_tokens: int
+) -> tuple[list[Span], list[str]]:
+    """(spans in document order, warnings). No spans when the pot holds the whole document; none, with a
+    warning, when the document's text cannot be read any more (the answer then comes from the pot alone)."""
+    if holds_whole_document(stored.pot):
+        return [], []
+    document = require_document(library.store, stored.doc_id)
+    try:
+        path = stored_token_ids(library.files, document, stored.engine.loaded)
+    except DocumentNotFound as exc:
+        return [], [f"{exc}; answering from the pot alone"]
+    total = token_count(path)
+    spans = find_evidence(
+        stored.engine,
+        stored.pot,
+        question,
+        total,
+        lambda start, end: read_window(path, start, end),
+        config,
+        max_new_tokens,
+    )
+    return spans, []
+
+
+def span_citations(library: Library, stored: StoredPot, spans: list[Span]) -> list[Citation]:
+    """Each span as a citation: its page (or line), first token, share of the question's attention, text.
+
+    Best first, as the other answer modes cite.
+    """
+    if not spans:
+        return []
+    document = library.store.documents.get(stored.doc_id)
+    try:
+        location_map = TokenLocationMap.load(library.store.location_map_path(stored.doc_id))
+    except IngestError:
+        location_map = None
+    unit = page_label(document.kind if document else None)
+    tokenizer = stored.engine.tokenizer
+    citations = []
+    for span in sorted(spans, key=lambda s: -s.score):
+        page = line = None
+        if location_map is not None and span.best < len(location_map):
+            where = location_map.location(span.best)
+            page, line = where.page, where.line
+        label = f"{unit} {page:,}" if page else (f"line {line:,}" if line else f"token {span.start:,}")
+        snippet = " ".join(tokenizer.decode(list(span.ids), skip_special_tokens=True).split())
+        line = None if page else line
+        citations.append(Citation(stored.doc_id, page, line, span.start, round(span.score, 3), label, snippet))
+    return citations
+
+
+def with_snippets(library: Library, stored: StoredPot, citations: list[Citation], reach: int = 48) -> list[Citation]:
+    """Attention citations with the sentence (or line) around each place's most attended token as its text.
+
+    Unchanged when the document's text cannot be read any more.
+    """
+    if not citations:
+        return citations
+    document = require_document(library.store, stored.doc_id)
+    try:
+        path = stored_token_ids(library.files, document, stored.engine.loaded)
+    except DocumentNotFound:
+        return citations
+    ends = stored.engine.sentence_ends()
+    vocab = ends.shape[0]
+    total = token_count(path)
+    found = []
+    for citation in citations:
+        center = citation.token if citation.best_token is None else citation.best_token
+        window_start = max(0, center - reach)
+        window = read_window(path, window_start, min(total, center + 1 + reach))
+        start, end = widen(center, center + 1, window, window_start, lambda t: t < vocab and bool(ends[t]), reach)
+        ids = window[start - window_start : end - window_start]
+        text = " ".join(stored.engine.tokenizer.decode(ids, skip_special_tokens=True).split())
+        found.append(replace(citation, snippet=text))
+    return found

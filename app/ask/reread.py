@@ -1,0 +1,67 @@
+"""Question-aware re-read (the paper's CaP-Q, its best QA setting): read a document again with the question in
+the catalyst prompt, keep that pot per question, and answer from it next to the general pot's answer.
+
+The re-read uses the general pot's model and settings (|M|, |C|, method, alpha), so the two answers differ
+only in the catalyst prompt. Stored pots are keyed by their settings, the question included, so asking the
+same question again finds its pot and reads nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from infinipot.app.library.documents import DocumentNotFound
+from infinipot.app.library.home import Library
+from infinipot.app.library.pot_files import StoredPot, load_stored_pot
+from infinipot.app.read.file_reader import FileReader
+from infinipot.core.config import PotConfig
+from infinipot.core.pot import Pot
+from infinipot.ingest import file_fingerprint
+from infinipot.storage.errors import DamagedFile
+from infinipot.storage.records import DocumentRecord, PotRecord
+
+
+def stored_question_pot(library: Library, general: StoredPot, config: PotConfig) -> PotRecord | None:
+    """The complete, intact CaP-Q pot of these settings, or None when it must be read."""
+    store = library.store
+    record = store.pots.find(general.doc_id, general.engine.loaded.identity, config.identity())
+    if record is None or record.status != "complete":
+        return None
+    try:
+        store.verify_pot(record)
+    except DamagedFile:
+        return None  # the reader reports the damage and reads it again
+    return record
+
+
+def source_file(document: DocumentRecord) -> Path:
+    """The file a stored document was read from, unchanged since; a re-read needs its text again."""
+    source = Path(document.path) if document.path else None
+    if source is None or not source.is_file() or file_fingerprint(source) != document.content_hash:
+        raise DocumentNotFound(
+            f"{document.name}: the file it was read from ({source}) is gone or changed, so it cannot be read again "
+            "for a question; read it again first"
+        )
+    return source
+
+
+def open_question_pot(
+    library: Library,
+    reader: FileReader,
+    general: StoredPot,
+    config: PotConfig,
+    on_progress: Callable[[Pot], None] | None = None,
+) -> tuple[StoredPot, bool]:
+    """The document's CaP-Q pot of `config`, read now unless stored; returns it and whether it was reused."""
+    store = library.store
+    record = stored_question_pot(library, general, config)
+    reused, warnings = True, list(general.warnings)
+    document = store.documents.get(general.doc_id)
+    if record is None:
+        report = reader.read(source_file(document), config, general.record.model, on_progress)
+        record, reused = store.pots.get(report.pot_id), report.reused
+        warnings += report.warnings
+    stored = load_stored_pot(store, document, record, general.engine.loaded)
+    stored.warnings = warnings
+    return stored, reused

@@ -1,0 +1,24 @@
+"""What an answer measured: the engine's AnswerStats plus finding and loading the stored pot, and citations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from infinipot.core.engine import AnswerStats
+
+
+@dataclass
+class AskStats(AnswerStats):
+    load_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    conversation_id: int | None = None
+    citations: list[dict] = field(default_factory=list)  # ask.citing.Citation.as_json(), best first
+    answer_from: str = ""  # the answer mode (ask.modes)
+    evidence_tokens: int = 0  # document tokens read verbatim into the answer's context (mode `evidence`)
+    reused_summary: bool = False  # the stored summary was given (nothing was generated)
+    evidence_seconds: float = 0.0  # ranking and reading the evidence spans, before the answer's prefill
+
+    @property
+    def first_token_seconds(self) -> float | None:
+        """From the ask call to the first answer token: pot lookup and load, evidence, prefill, first token."""
+        return None if self.ttft_seconds is None else self.load_seconds + self.evidence_seconds + self.ttft_seconds

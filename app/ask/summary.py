@@ -1,0 +1,47 @@
+"""The document's summary: summarized part by part from what its pot ranks important (core.summary), stored
+beside the document so that asking again is instant, and made anew on request."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from infinipot.app.ask.stats import AskStats
+from infinipot.app.library.documents import DocumentNotFound, require_document, stored_token_ids
+from infinipot.app.library.home import Library
+from infinipot.app.library.pot_files import StoredPot
+from infinipot.app.library.token_ids import read_window, token_count
+from infinipot.core.decoding import DecodingConfig
+from infinipot.core.summary import SummaryConfig, summarize_document
+
+
+def stored_summary(library: Library, stored: StoredPot) -> str | None:
+    """The summary kept for this pot (a pot read again, or another pot, has none yet)."""
+    kept = library.files.load_summary(stored.doc_id)
+    return kept["summary"] if kept and kept.get("pot_id") == stored.record.id else None
+
+
+def summary_pieces(
+    library: Library,
+    stored: StoredPot,
+    decoding: DecodingConfig,
+    stats: AskStats,
+    config: SummaryConfig,
+    on_part: Callable[[int, int], None] | None = None,
+) -> Iterator[str]:
+    """Stream a new summary of the document; once it is complete it is stored (a stopped one is not)."""
+    started = time.perf_counter()
+    document = require_document(library.store, stored.doc_id)
+    try:
+        path = stored_token_ids(library.files, document, stored.engine.loaded)
+        total, fetch = token_count(path), (lambda start, end: read_window(path, start, end))
+    except DocumentNotFound as exc:  # the pot alone can still be summarized
+        stats.warnings.append(f"{exc}; summarizing the pot alone")
+        total, fetch = 0, (lambda start, end: [])
+    text = []
+    for piece in summarize_document(stored.engine, stored.pot, total, fetch, config, decoding, stats, on_part):
+        text.append(piece)
+        yield piece
+    summary = "".join(text).strip()
+    seconds = round(time.perf_counter() - started, 3)
+    library.files.save_summary(stored.doc_id, {"pot_id": stored.record.id, "summary": summary, "seconds": seconds})

@@ -1,0 +1,5 @@
+"""The `infinipot` command: read, ask, summarize, list, delete, bench, and the web app (`ui`)."""
+
+from infinipot.app.cli.main import build_parser, main
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,307 @@
+"""The `infinipot` command's parser and dispatch: read, ask, summarize, list, delete, bench, ui."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from textwrap import shorten
+
+from infinipot.app.cli.options import (
+    add_answer_options,
+    add_decoding_options,
+    add_pot_options,
+    answer_settings,
+    decoding_config,
+    names_a_pot,
+    pot_config,
+)
+from infinipot.app.cli.questions import add_ask_across_command, add_reread_option, question_aware_answer, run_ask_across
+from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
+from infinipot.core.errors import InfiniPotError
+
+
+def add_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
+    """A command whose summary is both its line in the parent's --help and the description in its own --help."""
+    return commands.add_parser(name, help=summary, description=summary)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infinipot", description="Chat with documents longer than the model's memory, fully offline."
+    )
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="where the model runs")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    read = add_command(commands, "read", "read a document into a memory pot and store it")
+    read.add_argument("path", help="the document (PDF, DOCX, EPUB, HTML, text, log, .gz)")
+    add_pot_options(read)
+    read.add_argument(
+        "--checkpoint-seconds",
+        type=float,
+        default=DEFAULT_CHECKPOINT_SECONDS,
+        help="seconds of reading between checkpoints a crashed read resumes from "
+        f"(default {DEFAULT_CHECKPOINT_SECONDS:g})",
+    )
+    read.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    read.add_argument("--follow", action="store_true", help="keep reading a growing log (Ctrl-C stops)")
+    read.add_argument("--poll-seconds", type=float, default=2.0, help="--follow: seconds between looks (default 2)")
+    read.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N looks
+
+    ask = add_command(commands, "ask", "answer a question from a document's stored pot")
+    ask.add_argument("doc", help="a doc_id (or its prefix) or a path (read first if needed)")
+    ask.add_argument("question")
+    add_answer_options(ask)
+    add_pot_options(ask, defaults_apply=False)
+    ask.add_argument("--json", action="store_true")
+    add_reread_option(ask)
+    add_ask_across_command(commands)
+
+    summarize = add_command(
+        commands, "summarize", "summarize a whole document from what its stored pot ranks important (kept once made)"
+    )
+    summarize.add_argument("doc")
+    summarize.add_argument("--new", action="store_true", help="make a new summary instead of the stored one")
+    add_decoding_options(summarize)
+    summarize.add_argument("--json", action="store_true")
+
+    listing = add_command(commands, "list", "list stored documents with their pots and disk use")
+    listing.add_argument("--json", action="store_true")
+
+    delete = add_command(commands, "delete", "delete a document's pots, checkpoints and conversations")
+    delete.add_argument("doc", help="a doc_id (or its prefix) or the document's path")
+    delete.add_argument("--json", action="store_true")
+
+    from infinipot.app.bench import niah as bench_niah
+    from infinipot.app.bench import speed as bench_speed
+
+    bench = add_command(commands, "bench", "benchmarks: needle-in-a-haystack accuracy, reading speed and memory")
+    benches = bench.add_subparsers(dest="bench", required=True)
+    bench_niah.add_arguments(
+        add_command(benches, "niah", "passkey retrieval over lengths, depths and methods (resumable)")
+    )
+    bench_speed.add_arguments(
+        add_command(benches, "speed", "reading tokens/s and peak memory vs length per method (resumable)")
+    )
+
+    ui = add_command(commands, "ui", "the web app: library, reading progress, chat, what the model kept")
+    ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
+    ui.add_argument("--port", type=int, default=7860)
+    ui.add_argument("--auth", default=None, metavar="USER:PASSWORD", help="required for a --host other than loopback")
+    ui.add_argument("--max-upload-mb", type=int, default=1024, help="largest file accepted by upload (default 1024)")
+    return parser
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def _progress_printer(enabled: bool):
+    if not enabled:
+        return None
+    last = [0.0]
+
+    def show(pot) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 1.0:
+            last[0] = now
+            print(f"\rread {pot.document_tokens:,} tokens, {pot.cycles} compressions", end="", file=sys.stderr)
+
+    return show
+
+
+def _part_printer(enabled: bool):
+    def show(part: int, parts: int) -> None:
+        what = f"summarizing part {part} of {parts}" if part <= parts else f"combining the {parts} parts"
+        print(f"infinipot: {what}", file=sys.stderr, flush=True)
+
+    return show if enabled else None
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"infinipot: warning: {warning}", file=sys.stderr)
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1024 or unit == "GB":
+            return f"{nbytes:,.0f} {unit}" if unit == "B" else f"{nbytes:,.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def _print_listing(documents: list[dict]) -> None:
+    if not documents:
+        print("no documents stored yet (see `infinipot read`)")
+        return
+    for doc in documents:
+        tokens = f"{doc['tokens']:,} tokens" if doc["tokens"] is not None else "not read yet"
+        print(
+            f"{doc['doc_id']}  {doc['name']}  {doc['kind']}, {_size(doc['size_bytes'])}, {tokens}; "
+            f"disk {_size(doc['disk_bytes'])}"
+        )
+        for pot in doc["pots"]:
+            state = pot["status"] + (f" ({pot['error']})" if pot["error"] else "")
+            if pot["status"] == "reading" and not pot["reader_running"]:
+                state += ", stopped: `infinipot read` resumes it"
+            print(
+                f"    pot {pot['pot_id']}: {state}, {pot['method']} |M|={pot['pot_size']} |C|={pot['keep_size']}, "
+                f"model {pot['model_identity']}, {pot['tokens_read']:,} tokens, {pot['cycles']} compressions, "
+                f"{pot['read_seconds']:.1f} s reading, disk {_size(pot['disk_bytes'])}"
+            )
+    total = sum(doc["disk_bytes"] for doc in documents)
+    print(f"{len(documents)} documents, {_size(total)} on disk")
+
+
+def _serve_ui(args: argparse.Namespace) -> int:
+    from infinipot.app.web.page.launch import check_exposure, parse_auth
+
+    auth = parse_auth(args.auth)
+    check_exposure(args.host, auth)  # before anything is loaded
+    if args.max_upload_mb < 1:
+        raise ValueError(f"--max-upload-mb must be at least 1, got {args.max_upload_mb}")
+    from infinipot.storage.paths import data_home
+
+    # Uploads arrive in Gradio's temporary folder first: keep that inside the data directory too.
+    os.environ.setdefault("GRADIO_TEMP_DIR", str(data_home() / "gradio-tmp"))
+    from infinipot.app.web.page import serve
+    from infinipot.app.web.workspace import open_workspace
+
+    workspace = open_workspace(device=args.device, max_upload_bytes=args.max_upload_mb * 2**20)
+    workspace.warm_up_in_background()
+    print(f"infinipot: the app runs on http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
+    try:
+        serve(workspace, args.host, args.port, auth, args.max_upload_mb)
+    finally:
+        workspace.close()
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "ui":
+        return _serve_ui(args)
+    if args.command == "bench":
+        from infinipot.app.bench import niah, speed
+
+        return (niah if args.bench == "niah" else speed).main(args)
+
+    from infinipot.app.service import DocumentService
+
+    checkpoint_seconds = getattr(args, "checkpoint_seconds", DEFAULT_CHECKPOINT_SECONDS)
+    service = DocumentService(device=args.device, checkpoint_seconds=checkpoint_seconds)
+    if args.command == "read" and args.follow:
+        from infinipot.app.cli.follow import run_follow
+
+        return run_follow(service, args, pot_config(args), _warn)
+    if args.command == "read":
+        config = pot_config(args)
+        report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))
+        if not args.json:
+            print(file=sys.stderr)
+        _warn(report.warnings)
+        if args.json:
+            print(json.dumps(report.as_json()))
+        else:
+            how = "reused the stored pot" if report.reused else f"read in {report.seconds:.1f} s"
+            if report.resumed_from:
+                how += f", resumed after {report.resumed_from:,} tokens"
+            print(
+                f"{report.name}: {report.tokens:,} tokens, {report.cycles} compressions, pot {report.pot_entries} "
+                f"entries (peak {report.peak_entries}); {how}. doc_id {report.doc_id}"
+            )
+        return 0
+    if args.command == "list":
+        documents = service.documents()
+        if args.json:
+            print(json.dumps({"documents": documents, "disk_bytes": sum(d["disk_bytes"] for d in documents)}))
+        else:
+            _print_listing(documents)
+        return 0
+    if args.command == "delete":
+        result = service.delete(args.doc)
+        if args.json:
+            print(json.dumps(result))
+        else:
+            print(
+                f"deleted {result['name']} ({result['deleted']}): {result['pots']} pots, "
+                f"{_size(result['freed_bytes'])} freed"
+            )
+        return 0
+
+    if args.command == "ask-across":
+        return run_ask_across(service, args)
+    started = time.perf_counter()
+    if args.command == "ask":
+        pot = pot_config(args) if names_a_pot(args) else None
+        pieces, stats, reused = service.ask(
+            args.doc, args.question, answer_settings(args), pot_config=pot, model_name=args.model
+        )
+        key = "answer"
+    else:
+        pieces, stats = service.summarize(
+            args.doc, decoding_config(args), new=args.new, on_part=_part_printer(not args.json)
+        )
+        reused, key = True, "summary"
+    _warn(stats.warnings)
+    text = []
+    for piece in pieces:
+        text.append(piece)
+        if not args.json:
+            print(piece, end="", flush=True)
+    seconds = time.perf_counter() - started
+    if args.json:
+        result = {key: "".join(text).strip(), "seconds": round(seconds, 3)}
+        if args.command == "summarize":
+            result["reused"] = stats.reused_summary
+        if args.command == "ask":
+            first = stats.first_token_seconds
+            result.update(
+                ttft_seconds=round(first if first is not None else seconds, 3),
+                reused_pot=reused,
+                conversation_id=stats.conversation_id,
+                citations=stats.citations,
+                answer_entries=stats.answer_entries,
+                answer_from=stats.answer_from,
+                evidence_tokens=stats.evidence_tokens,
+                stopped_by=stats.stopped_by,
+            )
+        if getattr(args, "reread", False):
+            result["question_aware"] = question_aware_answer(service, args)
+        print(json.dumps(result))
+    else:
+        print()
+        if args.command == "ask" and stats.citations:
+            print("sources:")
+            for citation in stats.citations:
+                print(f"  {citation['label']}: {shorten(citation['snippet'], 100)}")
+        if getattr(args, "reread", False):
+            question_aware_answer(service, args, _progress_printer(True))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _quiet_libraries()
+    from infinipot.app.service import DocumentNotFound
+    from infinipot.ingest import IngestError
+    from infinipot.storage.errors import StorageError
+
+    try:
+        return _run(args)
+    except (InfiniPotError, IngestError, DocumentNotFound, StorageError, ValueError) as exc:
+        print(f"infinipot: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("infinipot: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Options several commands share: the pot settings (`read`, and `ask` to say which stored pot answers) and the
+answer settings (`ask`, `summarize`, `ask-across`), each read back into its config dataclass."""
+
+from __future__ import annotations
+
+import argparse
+
+from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
+from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
+from infinipot.core.decoding import DecodingConfig
+from infinipot.core.evidence import EvidenceConfig
+from infinipot.core.scorers import METHODS
+
+POT = PotConfig()
+ANSWER = AnswerSettings()
+DECODING = DecodingConfig()
+EVIDENCE = EvidenceConfig()
+
+
+def add_pot_options(parser: argparse.ArgumentParser, defaults_apply: bool = True) -> None:
+    """|M|, |C|, method and the CaP/NuC settings. With defaults_apply=False (ask) every option defaults to None,
+    so that naming none of them means "the latest general pot" rather than "the default settings"."""
+
+    def default(value):
+        return value if defaults_apply else None
+
+    parser.add_argument("--model", default="default", help="'default' (bundled SmolLM2-135M), a model folder or hub id")
+    parser.add_argument(
+        "--pot-size", type=int, default=default(POT.pot_size), help=f"|M|: most KV entries held ({POT.pot_size})"
+    )
+    parser.add_argument("--keep", type=int, default=None, help="|C|: entries kept per compression (default |M|/2)")
+    parser.add_argument(
+        "--method", default=default(POT.method), choices=METHODS, help="what decides which entries stay"
+    )
+    parser.add_argument(
+        "--window-step", type=int, default=None, help="streaming/h2o: tokens read between evictions (|M|/16)"
+    )
+    parser.add_argument(
+        "--nuc-ratio", type=float, default=default(POT.nuc_ratio), help="share of kept slots chosen by novelty"
+    )
+    parser.add_argument(
+        "--nuc-unit",
+        default=default(POT.nuc_unit),
+        choices=NUC_UNITS,
+        help="NuC per word given to its sentence (default), per word and its edge tokens, per word, per token",
+    )
+    parser.add_argument("--cap", default=default(POT.cap_mode), choices=CAP_MODES, help="catalyst: general or question")
+    question_flag = "--question" if defaults_apply else "--cap-question"  # ask's question is its positional argument
+    parser.add_argument(question_flag, dest="cap_question", default=None, help="the question, for --cap question")
+    parser.add_argument("--no-cr-rope", action="store_true", help="ablation: keep original positions")
+
+
+POT_OPTIONS = ("pot_size", "keep", "method", "window_step", "nuc_ratio", "nuc_unit", "cap", "cap_question")
+
+
+def pot_config(args: argparse.Namespace) -> PotConfig:
+    """The pot settings the options name (PotConfig's defaults for those not given)."""
+    return PotConfig(
+        pot_size=POT.pot_size if args.pot_size is None else args.pot_size,
+        keep_size=args.keep,
+        nuc_ratio=POT.nuc_ratio if args.nuc_ratio is None else args.nuc_ratio,
+        nuc_unit=args.nuc_unit or POT.nuc_unit,
+        method=args.method or POT.method,
+        cap_mode=args.cap or POT.cap_mode,
+        question=args.cap_question,
+        cr_rope=not args.no_cr_rope,
+        window_step=args.window_step,
+    )
+
+
+def names_a_pot(args: argparse.Namespace) -> bool:
+    """Whether `ask` was given any pot setting (or a model): then that pot answers, not the latest one."""
+    return args.no_cr_rope or args.model != "default" or any(getattr(args, name) is not None for name in POT_OPTIONS)
+
+
+def add_decoding_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=DECODING.max_new_tokens,
+        help=f"tokens ({DECODING.max_new_tokens})",
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=DECODING.temperature, help="0 (default): greedy; above 0: sample"
+    )
+    parser.add_argument("--top-p", type=float, default=DECODING.top_p, help="sampling: nucleus share (1.0: all)")
+    parser.add_argument("--seed", type=int, default=DECODING.seed, help="sampling: the seed (same seed, same answer)")
+    parser.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=DECODING.no_repeat_ngram,
+        help=f"an n-gram of the answer's own tokens is not written twice (0: off; default {DECODING.no_repeat_ngram})",
+    )
+    parser.add_argument(
+        "--allow-repeats", action="store_true", help="do not end the answer when it starts repeating a sentence"
+    )
+
+
+def decoding_config(args: argparse.Namespace) -> DecodingConfig:
+    return DecodingConfig(
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        no_repeat_ngram=args.no_repeat_ngram,
+        stop_on_repeat=not args.allow_repeats,
+    )
+
+
+def add_answer_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--answer-from",
+        default=None,
+        choices=ANSWER_MODES,
+        help=f"evidence: the pot plus the document passages it points to (default); pot: the pot alone; "
+        f"focus: a copy distilled to --focus entries with the question (default {ANSWER.focus_entries})",
+    )
+    parser.add_argument("--focus", type=int, default=None, help="entries of the focused copy (implies focus mode)")
+    parser.add_argument(
+        "--evidence-tokens",
+        type=int,
+        default=EVIDENCE.budget_tokens,
+        help=f"evidence: document tokens read into the answer's context ({EVIDENCE.budget_tokens})",
+    )
+    add_decoding_options(parser)
+
+
+def answer_settings(args: argparse.Namespace) -> AnswerSettings:
+    answer_from = args.answer_from or ("focus" if args.focus is not None else ANSWER.answer_from)
+    return AnswerSettings(
+        answer_from=answer_from,
+        focus_entries=ANSWER.focus_entries if args.focus is None else args.focus,
+        decoding=decoding_config(args),
+        evidence=EvidenceConfig(budget_tokens=args.evidence_tokens),
+    )

@@ -1,0 +1,116 @@
+"""Reading a file into a stored pot: reuse an intact stored pot, resume an interrupted read, continue a grown log.
+
+The same bytes, model weights and pot settings never read twice; a damaged stored pot is reported in the
+report's warnings and read again. A text file that only grew continues its stored pot (read/growing.py).
+A read also keeps the document's token ids, so its answers can quote it after the file is gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from infinipot.app.library.documents import stored_token_ids
+from infinipot.app.library.home import Library
+from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
+from infinipot.app.read.checkpointed import ReadOutcome, read_document
+from infinipot.app.read.growing import plan_read
+from infinipot.app.read.report import ReadReport
+from infinipot.core.config import PotConfig
+from infinipot.core.engine import Engine
+from infinipot.core.pot import Pot
+from infinipot.ingest import file_fingerprint, open_document
+from infinipot.storage.errors import DamagedFile
+from infinipot.storage.records import DocumentRecord, PotRecord
+
+
+class FileReader:
+    def __init__(self, library: Library, checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS) -> None:
+        if checkpoint_seconds < 0:
+            raise ValueError(f"checkpoint interval must not be negative, got {checkpoint_seconds}")
+        self.library = library
+        self.checkpoint_seconds = checkpoint_seconds
+
+    def read(
+        self,
+        path: str | Path,
+        config: PotConfig,
+        model_name: str = "default",
+        on_progress: Callable[[Pot], None] | None = None,
+        follow: bool = False,
+    ) -> ReadReport:
+        """Read a document into a stored pot, resume an interrupted read, or reuse the stored pot.
+
+        `follow` reads a text file only up to its last complete line.
+        """
+        started = time.perf_counter()
+        store = self.library.store
+        path = Path(path)
+        document = open_document(path)
+        fingerprint = file_fingerprint(path)
+        engine = Engine(self.library.models.get(model_name), config)
+        engine.new_reader()  # impossible settings fail here, before anything is recorded
+        plan = plan_read(store, path, document, fingerprint, engine, follow)
+        warnings: list[str] = [plan.warning] if plan.warning else []
+        if plan.pot is not None:
+            doc_id = plan.document.id
+        else:
+            stat = path.stat()
+            doc = store.documents.record(
+                fingerprint,
+                document.name,
+                str(path.resolve()),
+                document.size_bytes,
+                stat.st_mtime_ns,
+                document.kind,
+                document.pages,
+            )
+            doc_id = doc.id
+            existing = store.pots.find(doc.id, engine.loaded.identity, config.identity())
+            if existing is not None and existing.status == "complete" and plan.may_reuse:
+                try:
+                    store.verify_pot(existing)
+                    return _reused_report(doc, existing, time.perf_counter() - started)
+                except DamagedFile as exc:
+                    warnings.append(damage_warning(document.name, exc))
+        record = store.claim_pot(doc_id, model_name, engine.loaded.identity, config.identity(), config.method)
+        outcome = read_document(store, engine, document, record, self.checkpoint_seconds, on_progress, plan.scope)
+        if not follow:  # a followed log's ids would go stale at its next growth: written when first asked instead
+            stored_token_ids(self.library.files, store.documents.get(doc_id), engine.loaded)
+        return _read_report(doc_id, document.name, outcome, started, warnings)
+
+
+def damage_warning(name: str, exc: DamagedFile) -> str:
+    return f"stored pot for {name} is damaged ({exc.reason}); reading again"
+
+
+def _read_report(doc_id: str, name: str, outcome: ReadOutcome, started: float, warnings: list[str]) -> ReadReport:
+    pot = outcome.pot
+    return ReadReport(
+        doc_id=doc_id,
+        name=name,
+        tokens=pot.document_tokens,
+        cycles=pot.cycles,
+        pot_entries=pot.entries,
+        peak_entries=pot.peak_entries,
+        seconds=time.perf_counter() - started,
+        reused=False,
+        pot_id=outcome.record.id,
+        resumed_from=outcome.resumed_from,
+        warnings=warnings + outcome.warnings,
+    )
+
+
+def _reused_report(doc: DocumentRecord, record: PotRecord, seconds: float) -> ReadReport:
+    return ReadReport(
+        doc_id=doc.id,
+        name=doc.name,
+        tokens=record.tokens_read,
+        cycles=record.cycles,
+        pot_entries=record.entries,
+        peak_entries=record.peak_entries,
+        seconds=seconds,
+        reused=True,
+        pot_id=record.id,
+    )

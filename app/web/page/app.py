@@ -1,0 +1,221 @@
+"""The page: components laid out in build(), every event wired in wire_events(), handlers in handlers.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+
+from infinipot.app.web.page import render
+from infinipot.app.web.page.follow_panel import FollowPanel
+from infinipot.app.web.page.handlers import ALL_HEADS, KEPT_TAB, Handlers
+from infinipot.app.web.page.questions import QuestionFeatures
+
+INTRO = (
+    "# InfiniPot document chat\n"
+    "Drop in documents of any length. The model reads every token once into a fixed-size memory pot, "
+    "which is stored; questions, summaries and the view of what the model kept all reuse it. Offline."
+)
+
+
+class InfiniPotApp:
+    def __init__(self, workspace, refresh_seconds: float = 1.0) -> None:
+        self.workspace = workspace
+        self.handlers = Handlers(workspace)
+        self.questions = QuestionFeatures(workspace)
+        self.follow_panel = FollowPanel(workspace)
+        self.refresh_seconds = refresh_seconds
+        self.c = SimpleNamespace()  # the components, by name
+
+    def build(self) -> gr.Blocks:
+        # Gradio's own copies of uploads are deleted after an hour; the kept copy is in the data directory.
+        with gr.Blocks(title="InfiniPot document chat", analytics_enabled=False, delete_cache=(1800, 3600)) as blocks:
+            self._layout()
+            self.wire_events(blocks)
+        return blocks
+
+    def _layout(self) -> None:
+        c = self.c
+        choices = self.workspace.setting_choices()
+        defaults = choices["defaults"]
+        c.seen = gr.State({})
+        c.chat = gr.State({"doc_id": None, "conversation_id": None})
+        c.timer = gr.Timer(self.refresh_seconds)
+        gr.Markdown(INTRO)
+        c.doc = gr.Dropdown(label="Document", choices=[], value=None, allow_custom_value=True, elem_id="ip-document")
+        with gr.Tabs() as c.tabs:
+            with gr.Tab("Library"):
+                c.files = gr.File(
+                    label="Drop files here (books, PDF, DOCX, EPUB, HTML, text, logs)",
+                    file_count="multiple",
+                    type="filepath",
+                    elem_id="ip-upload",
+                )
+                c.notice = gr.Markdown(elem_id="ip-notice")
+                c.progress = gr.HTML(elem_id="ip-progress")
+                with gr.Row():
+                    c.cancel = gr.Button("Cancel reading", size="sm")
+                    c.resume = gr.Button("Resume", size="sm")
+                    c.delete = gr.Button("Delete document", size="sm", variant="stop")
+                c.library = gr.Dataframe(
+                    headers=render.LIBRARY_HEADERS,
+                    value=[],
+                    interactive=False,
+                    wrap=True,
+                    elem_id="ip-library",
+                    label="Documents",
+                )
+                self.follow_panel.layout(c)
+            with gr.Tab("Chat"):
+                c.history = gr.Dropdown(label="Conversation", choices=[], value=None, allow_custom_value=True)
+                c.chatbot = gr.Chatbot(label="Conversation about the document", height=420, elem_id="ip-chat")
+                c.question = gr.Textbox(label="Question", placeholder="Ask about the document", elem_id="ip-question")
+                with gr.Row():
+                    c.ask = gr.Button("Ask", variant="primary", elem_id="ip-ask")
+                    c.stop = gr.Button("Stop", elem_id="ip-stop")
+                    c.new_chat = gr.Button("New chat")
+                    c.summarize = gr.Button("Summarize this file")
+                c.summary = gr.Markdown(label="Summary", elem_id="ip-summary")
+                self.questions.layout(c)
+            with gr.Tab("What the model kept", id=KEPT_TAB):
+                with gr.Row():
+                    c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
+                    c.head = gr.Dropdown(label="KV head", choices=[ALL_HEADS, "0"], value="0", allow_custom_value=True)
+                    c.start = gr.Number(label="From token", value=0, precision=0, minimum=0)
+                    c.size = gr.Slider(label="Window (tokens)", minimum=100, maximum=4000, step=100, value=800)
+                    c.page = gr.Number(label="Go to page", value=1, precision=0, minimum=1)
+                with gr.Row():
+                    c.show = gr.Button("Show", variant="primary", elem_id="ip-show")
+                    c.previous = gr.Button("Previous window")
+                    c.next = gr.Button("Next window")
+                    c.go_page = gr.Button("Go to page")
+                c.caption = gr.Markdown()
+                c.legend = gr.HTML()
+                c.tokens = gr.HTML(elem_id="ip-tokens")
+                gr.Markdown("### Retention map: which parts of the document each layer still holds")
+                c.x_axis = gr.Radio(["position", "page"], value="position", label="x axis")
+                c.retention = gr.HTML()
+                gr.Markdown("### Memory over the reading")
+                with gr.Row():
+                    c.memory_plot = gr.LinePlot(
+                        x="tokens",
+                        y="MB",
+                        color="series",
+                        color_map={"pot": "#2f7d4f", "full KV cache": "#d9822b"},
+                        height=260,
+                        label="KV memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
+                    )
+                    c.process_plot = gr.LinePlot(x="tokens", y="MB", height=260, label="Process memory, RSS (MB)")
+                c.memory_caption = gr.Markdown()
+                with gr.Accordion("Data (JSON)", open=False):
+                    c.data = gr.JSON()
+            with gr.Tab("Settings"):
+                gr.Markdown("Settings for the next uploads (a read already queued keeps its settings).")
+                c.model = gr.Textbox(
+                    label="Model: 'default' (bundled SmolLM2-135M), a local folder, or a hub id",
+                    value="default",
+                    elem_id="ip-model",
+                )
+                with gr.Row():
+                    c.pot_size = gr.Number(
+                        label="Pot size |M| (entries)", value=defaults["pot_size"], precision=0, elem_id="ip-pot-size"
+                    )
+                    c.keep_size = gr.Number(
+                        label="Kept size |C| (entries)",
+                        value=defaults["keep_size"],
+                        precision=0,
+                        elem_id="ip-keep-size",
+                    )
+                    c.nuc_ratio = gr.Slider(
+                        label="NuC ratio (share of |C| chosen by novelty)",
+                        minimum=0,
+                        maximum=1,
+                        step=0.05,
+                        value=defaults["nuc_ratio"],
+                    )
+                with gr.Row():
+                    c.cap_mode = gr.Radio(choices["cap_modes"], value=defaults["cap_mode"], label="CaP mode")
+                    c.cap_question = gr.Textbox(label="Question for CaP mode 'question'")
+                    c.method = gr.Dropdown(
+                        choices["methods"], value=defaults["method"], label="Method (for comparisons)"
+                    )
+                    c.nuc_unit = gr.Dropdown(
+                        choices["nuc_units"],
+                        value=defaults["nuc_unit"],
+                        label="NuC unit: a token gets its sentence's, its word's (with edges) or its own novelty",
+                    )
+                c.max_new_tokens = gr.Slider(
+                    label="Answer length (tokens)",
+                    minimum=8,
+                    maximum=1024,
+                    step=8,
+                    value=256,
+                    elem_id="ip-answer-length",
+                )
+                c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
+
+    def wire_events(self, blocks: gr.Blocks) -> None:
+        """Every event of the page, in one place."""
+        c, h = self.c, self.handlers
+        settings = [c.model, c.pot_size, c.keep_size, c.nuc_ratio, c.cap_mode, c.cap_question, c.method, c.nuc_unit]
+        refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen])
+        selected = dict(fn=h.select, inputs=c.doc, outputs=[c.chatbot, c.chat, c.history, c.progress, c.summary])
+
+        blocks.load(h.library, c.doc, [c.library, c.doc, c.progress], api_name="library", show_progress="hidden")
+        c.timer.tick(**refresh, api_visibility="undocumented", show_progress="hidden", concurrency_limit=None)
+        c.doc.change(**selected, api_name="select")
+        c.library.select(h.pick_row, None, c.doc, api_visibility="undocumented")
+
+        c.files.upload(h.upload, [c.files, *settings], [c.notice, c.library, c.doc, c.files], api_name="upload")
+        c.cancel.click(h.cancel, c.doc, c.notice, api_name="cancel")
+        c.resume.click(h.resume, c.doc, c.notice, api_name="resume")
+        c.delete.click(h.delete, c.doc, [c.notice, c.library, c.doc], api_name="delete")
+        self.follow_panel.wire(c, settings)
+
+        ask = dict(
+            fn=h.ask,
+            inputs=[c.doc, c.question, c.max_new_tokens, c.chat],
+            outputs=[c.chatbot, c.question, c.chat, c.history],
+            concurrency_id="model",
+            concurrency_limit=1,
+        )
+        asked = c.ask.click(**ask, api_name="ask")
+        submitted = c.question.submit(**ask, api_visibility="undocumented")
+        summarized = c.summarize.click(
+            h.summarize,
+            [c.doc, c.max_new_tokens],
+            c.summary,
+            api_name="summarize",
+            concurrency_id="model",
+            concurrency_limit=1,
+        )
+        question_events = self.questions.wire(c, blocks)
+        c.stop.click(None, None, None, cancels=[asked, submitted, summarized, *question_events])
+        c.new_chat.click(h.new_chat, c.doc, [c.chatbot, c.chat, c.history], api_name="new_chat")
+        c.history.input(h.open_conversation, [c.history, c.doc], [c.chatbot, c.chat], api_visibility="undocumented")
+
+        show = dict(
+            fn=h.show_kept,
+            inputs=[c.doc, c.layer, c.head, c.start, c.size, c.x_axis],
+            outputs=[
+                c.caption,
+                c.legend,
+                c.tokens,
+                c.retention,
+                c.memory_plot,
+                c.process_plot,
+                c.memory_caption,
+                c.data,
+                c.head,
+                c.start,
+            ],
+        )
+        c.show.click(**show, api_name="kept")
+        c.x_axis.change(**show, api_visibility="undocumented")
+        c.previous.click(lambda s, n: h.shift_window(s, n, -1), [c.start, c.size], c.start).then(**show)
+        c.next.click(lambda s, n: h.shift_window(s, n, 1), [c.start, c.size], c.start).then(**show)
+        c.go_page.click(h.go_to_page, [c.doc, c.page], c.start, api_name="page").success(**show)
+        c.chatbot.option_select(h.open_source, c.doc, [c.start, c.tabs], api_visibility="undocumented").success(**show)
+
+        for component in settings:
+            component.change(h.check_settings, settings, c.settings_notice, api_visibility="undocumented")

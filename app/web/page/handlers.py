@@ -1,0 +1,205 @@
+"""Event handlers: each calls the workspace once or twice and turns its plain data into component values.
+
+User errors become gr.Error here, at the UI edge, with their one-line message and no traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import gradio as gr
+import pandas as pd
+
+from infinipot.app.errors import USER_ERRORS, one_line
+from infinipot.app.web.page import render, sources
+
+ALL_HEADS = "all heads"
+KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
+SETTING_NAMES = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method", "nuc_unit")
+
+
+def user_errors(handler):
+    """Show a user's mistake as one line in the page instead of a generic error."""
+    if inspect.isgeneratorfunction(handler):
+
+        @functools.wraps(handler)
+        def stream(*args, **kwargs):
+            try:
+                yield from handler(*args, **kwargs)
+            except USER_ERRORS as exc:
+                raise gr.Error(one_line(exc), print_exception=False) from None
+
+        return stream
+
+    @functools.wraps(handler)
+    def call(*args, **kwargs):
+        try:
+            return handler(*args, **kwargs)
+        except USER_ERRORS as exc:
+            raise gr.Error(one_line(exc), print_exception=False) from None
+
+    return call
+
+
+def settings_from_values(values: tuple) -> dict:
+    return dict(zip(SETTING_NAMES, values, strict=True))
+
+
+def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
+    return [(f"{c['created_at'][:16].replace('T', ' ')} · {c['title']}", c["id"]) for c in reversed(conversations)]
+
+
+def _chat(messages: list[dict]) -> list[dict]:
+    """Workspace messages as Chatbot messages, answers with their sources (app/ui/sources.py)."""
+    return [sources.chat_message(m["role"], m["content"], m.get("citations")) for m in messages]
+
+
+def _memory_frames(rows: dict[str, list[dict]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"]), pd.DataFrame(
+        rows["process"], columns=["tokens", "MB"]
+    )
+
+
+class Handlers:
+    def __init__(self, workspace) -> None:
+        self.ws = workspace
+
+    # -- library -----------------------------------------------------------------------------------
+    @user_errors
+    def upload(self, files, *settings):
+        if not files:
+            raise ValueError("drop one or more files first")
+        results = self.ws.add_files([str(f) for f in files], settings_from_values(settings))
+        if not any(r["ok"] for r in results):
+            raise ValueError("; ".join(r["message"] for r in results))
+        lines = [f"- {r['name']}: queued" if r["ok"] else f"- {r['name']}: not added: {r['message']}" for r in results]
+        first = next(r["doc_id"] for r in results if r["ok"])
+        table = render.library_rows(self.ws.library())
+        return "\n".join(lines), table, gr.update(choices=self.ws.choices(), value=first), None
+
+    def library(self, doc_id):
+        """The library table, the document choices and the chosen document's progress."""
+        rows = self.ws.library()
+        choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+        keep = doc_id if any(value == doc_id for _, value in choices) else None
+        progress = render.progress_html(self.ws.progress(keep))
+        return render.library_rows(rows), gr.update(choices=choices, value=keep), progress
+
+    def refresh(self, doc_id, seen):
+        """Timer tick: the same as library(), each part sent only when it changed (the page does not flicker)."""
+        rows = self.ws.library()
+        table = render.library_rows(rows)
+        choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+        progress = render.progress_html(self.ws.progress(doc_id))
+        seen = seen or {}
+        if choices == seen.get("choices"):
+            choices_out = gr.skip()
+        elif doc_id and not any(value == doc_id for _, value in choices):
+            choices_out = gr.update(choices=choices, value=None)  # the chosen document was deleted
+        else:
+            choices_out = gr.update(choices=choices)  # an upload may be choosing a document right now
+        table_out = table if table != seen.get("table") else gr.skip()
+        progress_out = progress if progress != seen.get("progress") else gr.skip()
+        return table_out, choices_out, progress_out, {"table": table, "choices": choices, "progress": progress}
+
+    def select(self, doc_id):
+        """A document was chosen: its latest conversation, its conversations, its progress."""
+        if not doc_id:
+            return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), "", ""
+        conversations = self.ws.conversations(doc_id)
+        latest = conversations[-1]["id"] if conversations else None
+        chat = {"doc_id": doc_id, "conversation_id": latest}
+        history = gr.update(choices=_conversation_choices(conversations), value=latest)
+        return _chat(self.ws.messages(latest)), chat, history, render.progress_html(self.ws.progress(doc_id)), ""
+
+    def pick_row(self, event: gr.SelectData):
+        return event.row_value[-1] if event.row_value else gr.skip()
+
+    @user_errors
+    def cancel(self, doc_id):
+        return self.ws.cancel(doc_id)
+
+    @user_errors
+    def resume(self, doc_id):
+        return self.ws.resume(doc_id)
+
+    @user_errors
+    def delete(self, doc_id):
+        message = self.ws.delete(doc_id)
+        return message, render.library_rows(self.ws.library()), gr.update(choices=self.ws.choices(), value=None)
+
+    # -- chat --------------------------------------------------------------------------------------
+    @user_errors
+    def ask(self, doc_id, question, max_new_tokens, chat):
+        """Stream the answer into this session's conversation (a new one unless one is open for this document)."""
+        chat = chat or {}
+        conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
+        pieces, stats = self.ws.ask(doc_id, question, max_new_tokens, conversation_id)
+        history = _chat(self.ws.messages(conversation_id))
+        history += [{"role": "user", "content": question.strip()}, {"role": "assistant", "content": ""}]
+        yield history, "", chat, gr.skip()
+        for piece in pieces:
+            history[-1]["content"] += piece
+            yield history, "", chat, gr.skip()
+        answer = history[-1]["content"].strip() or "(the model gave an empty answer)"
+        history[-1] = sources.chat_message("assistant", answer, stats.citations)
+        chat = {"doc_id": doc_id, "conversation_id": stats.conversation_id}
+        choices = _conversation_choices(self.ws.conversations(doc_id))
+        yield history, "", chat, gr.update(choices=choices, value=stats.conversation_id)
+
+    def new_chat(self, doc_id):
+        return [], {"doc_id": doc_id, "conversation_id": None}, gr.update(value=None)
+
+    def open_conversation(self, conversation_id, doc_id):
+        conversation_id = None if conversation_id in (None, "") else int(conversation_id)
+        return _chat(self.ws.messages(conversation_id)), {"doc_id": doc_id, "conversation_id": conversation_id}
+
+    @user_errors
+    def open_source(self, event: gr.SelectData, doc_id):
+        """A source under an answer was clicked: open "What the model kept" at the cited place's first token."""
+        start = self.ws.source_start(doc_id, sources.source_token(event.value))
+        return start, gr.update(selected=KEPT_TAB)
+
+    @user_errors
+    def summarize(self, doc_id, max_new_tokens):
+        text = ""
+        for piece in self.ws.summarize(doc_id, max_new_tokens):
+            text += piece
+            yield text
+        yield text.strip() or "(the model gave an empty summary)"
+
+    # -- what the model kept -----------------------------------------------------------------------
+    @user_errors
+    def show_kept(self, doc_id, layer, head, start, size, x_axis):
+        head_index = None if head in (None, "", ALL_HEADS) else int(head)
+        window = self.ws.kept_window(doc_id, layer, head_index, start, size)
+        retention = self.ws.retention(doc_id, by_page=x_axis == "page")
+        memory = self.ws.memory(doc_id)
+        data = {"window": window, "retention": retention, "memory": {k: memory[k] for k in ("live", "samples")}}
+        heads = [ALL_HEADS] + [str(i) for i in range(window["kv_heads"])]
+        return (
+            render.window_caption(window),
+            render.legend_html(window["mode"]),
+            render.tokens_html(window),
+            render.retention_html(retention),
+            *_memory_frames(memory["rows"]),
+            render.memory_caption(memory),
+            data,
+            gr.update(choices=heads),
+            window["start"],
+        )
+
+    def shift_window(self, start, size, direction: int):
+        return max(0, int(start or 0) + direction * int(size or 0))
+
+    @user_errors
+    def go_to_page(self, doc_id, page):
+        return self.ws.page_start(doc_id, page)
+
+    # -- settings ----------------------------------------------------------------------------------
+    def check_settings(self, *settings):
+        try:
+            return self.ws.check_settings(settings_from_values(settings))
+        except USER_ERRORS as exc:
+            return f"Not valid: {one_line(exc)}"

@@ -1,0 +1,106 @@
+"""The Chat tab's question features: "Read again for this question" (the general pot's answer beside the
+question-aware re-read's) and one question across several ready documents. Components, events and handlers
+of this feature live here; InfiniPotApp calls layout() inside the Chat tab and wire() with its other events."""
+
+from __future__ import annotations
+
+import time
+
+import gradio as gr
+
+from infinipot.app.web.page.handlers import user_errors
+from infinipot.app.web.page.sources import sources_line
+
+
+class QuestionFeatures:
+    def __init__(self, workspace, poll_seconds: float = 0.5) -> None:
+        self.desk = workspace.questions
+        self.poll_seconds = poll_seconds
+
+    def layout(self, c) -> None:
+        with gr.Row():
+            c.reread = gr.Button("Read again for this question", elem_id="ip-reread")
+        c.reread_status = gr.Markdown(elem_id="ip-reread-status")
+        with gr.Row():
+            c.general_answer = gr.Markdown(label="General pot", elem_id="ip-general-answer")
+            c.question_answer = gr.Markdown(label="Question-aware pot", elem_id="ip-question-answer")
+        c.across_docs = gr.Dropdown(
+            label="Ask across documents (two or more ready documents)",
+            choices=[],
+            value=[],
+            multiselect=True,
+            elem_id="ip-across-docs",
+        )
+        c.ask_across = gr.Button("Ask across documents", elem_id="ip-ask-across")
+        c.across_answer = gr.Markdown(elem_id="ip-across-answer")
+
+    def wire(self, c, blocks: gr.Blocks) -> list:
+        """Wire this feature's events; returns the events the page's Stop button cancels."""
+        reread = c.reread.click(
+            self.reread,
+            [c.doc, c.question, c.max_new_tokens],
+            [c.reread_status, c.general_answer, c.question_answer],
+            api_name="reread",
+            concurrency_id="model",
+            concurrency_limit=1,
+        )
+        across = c.ask_across.click(
+            self.ask_across,
+            [c.across_docs, c.question, c.max_new_tokens],
+            c.across_answer,
+            api_name="ask_across",
+            concurrency_id="model",
+            concurrency_limit=1,
+        )
+        blocks.load(self.ready_choices, c.across_docs, c.across_docs, api_visibility="undocumented")
+        c.library.change(self.ready_choices, c.across_docs, c.across_docs, api_visibility="undocumented")
+        return [reread, across]
+
+    def ready_choices(self, chosen):
+        choices = self.desk.ready_documents()
+        ready = {doc_id for _, doc_id in choices}
+        return gr.update(choices=choices, value=[doc_id for doc_id in chosen or [] if doc_id in ready])
+
+    @user_errors
+    def reread(self, doc_id, question, max_new_tokens):
+        """Queue the re-read (unless its pot is stored), show its progress, then stream both answers."""
+        queued = self.desk.start_reread(doc_id, question)
+        if queued:
+            while not (status := self.desk.reread_status(doc_id))["finished"]:
+                yield f"Reading again with the question in the catalyst prompt: {100 * status['fraction']:.0f}%", "", ""
+                time.sleep(self.poll_seconds)
+            if not status["ok"]:
+                raise ValueError(f"the re-read stopped: {status['message']}")
+        note = "read now" if queued else "stored, reused"
+        general_pieces, question_pieces = self.desk.side_by_side(doc_id, question, max_new_tokens)
+        general = question_aware = ""
+        for piece in general_pieces:
+            general += piece
+            yield "Answering from the general pot…", _titled("General pot", general), ""
+        for piece in question_pieces:
+            question_aware += piece
+            yield "Answering from the question-aware pot…", gr.skip(), _titled("Question-aware pot", question_aware)
+        yield (
+            f"Both answers are complete (question-aware pot {note}).",
+            _titled("General pot", general.strip() or "(empty answer)"),
+            _titled(f"Question-aware pot ({note})", question_aware.strip() or "(empty answer)"),
+        )
+
+    @user_errors
+    def ask_across(self, doc_ids, question, max_new_tokens):
+        pieces, merge = self.desk.ask_across(doc_ids, question, max_new_tokens)
+        sources = ", ".join(f"{doc['name']} ({doc['entries']:g} entries per head)" for doc in merge["documents"])
+        footer = (
+            f"\n\n*From one pot of {merge['entries']:,} entries (bound {merge['pot_size']:,}, peak "
+            f"{merge['peak_entries']:,}{', reused' if merge['reused'] else ''}): {sources}.*"
+        )
+        text = ""
+        for piece in pieces:
+            text += piece
+            yield text
+        cited = sources_line(merge["citations"])
+        yield (text.strip() or "(the model gave an empty answer)") + footer + (f"\n\n*{cited}*" if cited else "")
+
+
+def _titled(title: str, text: str) -> str:
+    return f"**{title}**\n\n{text}"

@@ -1,0 +1,416 @@
+"""Everything the UI can do, as plain data: the library, reads in the queue, chat, summaries, what the model kept.
+
+The Gradio handlers call only this class (so they stay short and testable without a browser); it calls the
+service, the read queue and the pure functions of web/kept_view.py. User errors are ValueError,
+IngestError or InfiniPotError with a one-line message (app.errors.USER_ERRORS).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from infinipot.app.errors import USER_ERRORS, one_line
+from infinipot.app.library.general_pot import latest_general_entry
+from infinipot.app.read.follow import LogFollower
+from infinipot.app.service import DocumentService
+from infinipot.app.web import kept_view
+from infinipot.app.web.jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
+from infinipot.app.web.question_desk import QuestionDesk
+from infinipot.app.web.settings import ReadSettings, whole_number
+from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
+from infinipot.core.scorers import METHODS
+from infinipot.ingest import open_document
+from infinipot.ingest.errors import IngestError
+
+log = logging.getLogger(__name__)
+_UNSAFE_NAME = re.compile(r"[^\w.\- ()\[\]]")
+MAX_WINDOW = 4000  # tokens rendered at once in the "what the model kept" view
+
+
+def safe_file_name(name: str) -> str:
+    """The file's own name without folders or unusual characters (uploads are stored, never executed)."""
+    cleaned = _UNSAFE_NAME.sub("_", Path(name).name).strip(" .")
+    return cleaned[:200] or "document"
+
+
+def open_workspace(home: Path | None = None, device: str = "auto", max_upload_bytes: int = 1 << 30) -> Workspace:
+    """The app's objects wired together: the service and the read queue (its worker starts with the first read)."""
+    service = DocumentService(home, device=device)
+    return Workspace(service, ReadQueue(service), max_upload_bytes)
+
+
+class Workspace:
+    def __init__(self, service: DocumentService, reads: ReadQueue, max_upload_bytes: int = 1 << 30) -> None:
+        if max_upload_bytes < 1:
+            raise ValueError("the upload limit must be positive")
+        self.service = service
+        self.reads = reads
+        self.max_upload_bytes = max_upload_bytes
+        self.questions = QuestionDesk(service, reads, self.library, self.ready)  # re-read, ask across documents
+        self.follower = LogFollower(service.read)  # growing logs followed by path
+
+    def warm_up_in_background(self, model: str = "default") -> threading.Thread:
+        """Load the model while the page opens, so the first question does not wait for it."""
+
+        def load() -> None:
+            try:
+                self.service.model(model)
+            except Exception as exc:  # the app still works with other models; reading will report the error
+                log.warning("could not preload model %s: %s", model, one_line(exc))
+
+        thread = threading.Thread(target=load, name="infinipot-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def close(self) -> None:
+        self.follower.close()
+        self.reads.close()
+
+    # -- growing logs ------------------------------------------------------------------------------
+    def follow_log(self, path: str, settings: dict) -> str:
+        """Follow a growing text file on this machine with the current settings (app.log_follower)."""
+        read = ReadSettings(**settings)
+        started = self.follower.start(path, read.pot_config(), read.model_name())
+        return f"Following {started['path']}: new lines are read as they are written."
+
+    def stop_following(self, path: str) -> str:
+        stopped = self.follower.stop(path)
+        return f"Stopped following {stopped['path']} after {stopped['tokens']:,} tokens."
+
+    def followed_logs(self) -> list[dict]:
+        return self.follower.snapshots()
+
+    # -- library -----------------------------------------------------------------------------------
+    def library(self) -> list[dict]:
+        """One row per document: stored ones, then those only known to the read queue (queued, failed...)."""
+        stored = {doc["doc_id"]: doc for doc in self.service.documents()}
+        jobs = {job["doc_id"]: job for job in self.reads.snapshots()}
+        order = list(stored) + [doc_id for doc_id in jobs if doc_id not in stored]
+        return [self._row(doc_id, stored.get(doc_id), jobs.get(doc_id)) for doc_id in order]
+
+    def _row(self, doc_id: str, doc: dict | None, job: dict | None) -> dict:
+        pot = _latest_pot(doc)
+        ready = pot is not None and pot["status"] == "complete"
+        row = {
+            "doc_id": doc_id,
+            "name": doc["name"] if doc else job["name"],
+            "ready": ready,
+            "tokens": doc["tokens"] if doc and doc.get("tokens") else (job or {}).get("tokens_total"),
+            "pages": doc.get("pages") if doc else self._job_pages(doc_id),
+            "pot_entries": pot["entries"] if ready else None,
+            "pot_size": pot["pot_size"] if pot else (job or {}).get("pot_size"),
+            "disk_bytes": doc["disk_bytes"] if doc else 0,
+        }
+        if job is not None and job["status"] != DONE:
+            row["state"], row["status"] = job["status"], _job_status(job)
+        elif ready:
+            row["state"], row["status"] = "ready", "ready"
+        elif pot is not None and pot["status"] == "reading":
+            row["state"], row["status"] = "interrupted", "interrupted (Resume continues from the last checkpoint)"
+        else:
+            row["state"] = FAILED
+            row["status"] = f"failed: {pot['error'] if pot else 'unknown'}"
+        return row
+
+    def _job_pages(self, doc_id: str) -> int | None:
+        job = self.reads.latest(doc_id)
+        return job.request.pages if job else None
+
+    def check_settings(self, settings: dict) -> str:
+        """A sentence describing valid settings (keys of ReadSettings); ValueError for invalid ones."""
+        return ReadSettings(**settings).describe()
+
+    def setting_choices(self) -> dict:
+        """The Settings tab's choices and its defaults (PotConfig's)."""
+        defaults = PotConfig()
+        return {
+            "methods": list(METHODS),
+            "cap_modes": list(CAP_MODES),
+            "nuc_units": list(NUC_UNITS),
+            "defaults": {
+                "pot_size": defaults.pot_size,
+                "keep_size": defaults.keep_size,
+                "nuc_ratio": defaults.nuc_ratio,
+                "cap_mode": defaults.cap_mode,
+                "method": defaults.method,
+                "nuc_unit": defaults.nuc_unit,
+            },
+        }
+
+    def add_files(self, paths: list[str], settings: dict) -> list[dict]:
+        """Keep each file in the data directory and queue it for reading; one result per file.
+
+        `settings` has the fields of ReadSettings. Invalid settings refuse the whole upload (ValueError);
+        a bad file only fails its own result.
+        """
+        settings = ReadSettings(**settings)
+        config = settings.pot_config()
+        model = settings.model_name()
+        results = []
+        for path in paths:
+            name = safe_file_name(Path(path).name)
+            try:
+                request = self._keep_upload(Path(path), name, config, model)
+                self.reads.submit(request)
+                results.append({"name": name, "doc_id": request.doc_id, "ok": True, "message": "queued"})
+            except USER_ERRORS as exc:
+                results.append({"name": name, "doc_id": None, "ok": False, "message": one_line(exc)})
+        return results
+
+    def _keep_upload(self, source: Path, name: str, config: PotConfig, model: str) -> ReadRequest:
+        size = source.stat().st_size
+        if size > self.max_upload_bytes:
+            raise IngestError(
+                f"'{name}' is {size / 2**20:,.1f} MB, above the upload limit of {_mb(self.max_upload_bytes)}"
+            )
+        document = open_document(source)  # type, damage and encryption are checked before anything is kept
+        doc_id = self.service.document_id(source)
+        folder = self.service.upload_folder(doc_id)
+        kept = folder / name
+        if not kept.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, kept)
+        return ReadRequest(doc_id, name, kept, config, model, document.pages)
+
+    def cancel(self, doc_id: str) -> str:
+        job = self.reads.cancel(_need(doc_id))
+        if job is None:
+            raise ValueError("this document is not being read")
+        if job.status == CANCELLED:
+            return f"{job.request.name}: removed from the queue"
+        return f"{job.request.name}: stopping after the current chunk"
+
+    def resume(self, doc_id: str) -> str:
+        """Queue a stopped or failed read again with its settings; the service continues from its checkpoint."""
+        doc_id = _need(doc_id)
+        job = self.reads.latest(doc_id)
+        if job is not None and job.status in ACTIVE:
+            raise ValueError(f"{job.request.name} is already queued or being read")
+        if job is not None and job.status in (CANCELLED, FAILED):
+            self.reads.submit(job.request)
+            return f"{job.request.name}: queued again"
+        doc = self.service.document(doc_id)
+        pot = _latest_pot(doc)
+        if pot is None:
+            raise ValueError("nothing to resume for this document")
+        if pot["status"] == "complete":
+            raise ValueError(f"{doc['name']} is already read")
+        path = self.service.source_path(doc_id)
+        if path is None:
+            raise ValueError(f"{doc['name']} cannot be resumed: its file is gone")
+        request = ReadRequest(doc_id, doc["name"], path, PotConfig(**pot["config"]), pot["model"], doc.get("pages"))
+        self.reads.submit(request)
+        return f"{doc['name']}: queued again"
+
+    def delete(self, doc_id: str) -> str:
+        doc_id = _need(doc_id)
+        job = self.reads.latest(doc_id)
+        if job is not None and job.status in ACTIVE:
+            raise ValueError(f"{job.request.name} is being read; cancel the read before deleting it")
+        stored = self.service.document(doc_id) is not None
+        if not stored and job is None:
+            raise ValueError("no such document")
+        self.reads.forget(doc_id)
+        if not stored:
+            self.service.discard_files(doc_id)
+            return f"removed {job.request.name}"
+        result = self.service.delete(doc_id)
+        return f"deleted {result['name']}: {_mb(result['freed_bytes'])} freed"
+
+    def progress(self, doc_id: str | None) -> dict | None:
+        """The latest read of a document as numbers, or the stored pot's numbers once it is read."""
+        if not doc_id:
+            return None
+        job = self.reads.latest(doc_id)
+        if job is not None:
+            return job.snapshot()
+        doc = self.service.document(doc_id)
+        pot = _latest_pot(doc)
+        if pot is None:
+            return None
+        return {
+            "doc_id": doc_id,
+            "name": doc["name"],
+            "status": {"complete": DONE, "reading": "interrupted"}.get(pot["status"], FAILED),
+            "error": pot.get("error"),
+            "tokens_read": pot["tokens_read"],
+            "tokens_total": doc.get("tokens") or pot["tokens_read"],
+            "fraction": 1.0 if pot["status"] == "complete" else 0.0,
+            "cycles": pot["cycles"],
+            "entries": pot["entries"],
+            "pot_size": pot["pot_size"],
+            "tokens_per_second": pot["tokens_read"] / pot["read_seconds"] if pot["read_seconds"] else None,
+            "eta_seconds": None,
+            "elapsed_seconds": pot["read_seconds"],
+            "reused": False,
+        }
+
+    def choices(self) -> list[tuple[str, str]]:
+        return [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in self.library()]
+
+    # -- chat --------------------------------------------------------------------------------------
+    def ready(self, doc_id: str) -> str:
+        """The doc_id of a document that can answer now; ValueError saying why not otherwise."""
+        return self._ready(doc_id)
+
+    def _ready(self, doc_id: str) -> str:
+        doc_id = _need(doc_id)
+        row = next((row for row in self.library() if row["doc_id"] == doc_id), None)
+        if row is None:
+            raise ValueError("no such document; upload it first")
+        if not row["ready"]:
+            raise ValueError(f"{row['name']} is not ready ({row['status']}); ask when it is read")
+        return doc_id
+
+    def conversations(self, doc_id: str) -> list[dict]:
+        return self.service.conversations(doc_id) if doc_id else []
+
+    def messages(self, conversation_id: int | None) -> list[dict]:
+        if conversation_id is None:
+            return []
+        return [
+            {"role": m["role"], "content": m["content"], "citations": (m["meta"] or {}).get("citations", [])}
+            for m in self.service.messages(conversation_id)
+        ]
+
+    def ask(self, doc_id: str, question: str, max_new_tokens: int, conversation_id: int | None):
+        """(answer pieces, stats); stats.conversation_id names the conversation once the answer is complete."""
+        if not (question or "").strip():
+            raise ValueError("type a question first")
+        doc_id = self._ready(doc_id)
+        length = whole_number("answer length", max_new_tokens)
+        pieces, stats, _ = self.service.ask(
+            doc_id, question.strip(), conversation_id=conversation_id, max_new_tokens=length
+        )
+        return pieces, stats
+
+    def summarize(self, doc_id: str, max_new_tokens: int) -> Iterator[str]:
+        pieces, _ = self.service.summarize(
+            self._ready(doc_id), max_new_tokens=whole_number("answer length", max_new_tokens)
+        )
+        return pieces
+
+    def source_start(self, doc_id: str, token: int) -> int:
+        """Where the kept-tokens window opens for a cited place: its first token (checked against the document)."""
+        doc_id = self._ready(doc_id)
+        _, total = self.service.token_window(doc_id, 0, 0)
+        if not 0 <= token < total:
+            raise ValueError(f"token {token:,} is outside the document ({total:,} tokens)")
+        return token
+
+    # -- what the model kept -----------------------------------------------------------------------
+    def kept_window(self, doc_id: str, layer: int, head: int | None, start: int, size: int) -> dict:
+        """Tokens [start, start + size) with why each was kept by (layer, head), or by how many heads of the layer."""
+        stored = self.service.open_pot(self._ready(doc_id))
+        pot = stored.pot
+        layer = whole_number("layer", layer)
+        head = None if head is None else whole_number("KV head", head)
+        kept_view.check_layer_head(pot, layer, head)
+        size = max(1, min(whole_number("window size", size), MAX_WINDOW))
+        start = max(0, whole_number("start", start))
+        _, total = self.service.token_window(doc_id, 0, 0)
+        start = min(start, max(0, total - 1))
+        ids, total = self.service.token_window(doc_id, start, start + size)
+        end = start + len(ids)
+        pieces = kept_view.token_pieces(stored.engine.tokenizer, ids)
+        layers, heads, entries = pot.origin.shape
+        window = {
+            "doc_id": doc_id,
+            "start": start,
+            "end": end,
+            "total": total,
+            "layer": layer,
+            "head": head,
+            "layers": layers,
+            "kv_heads": heads,
+            "entries": entries,
+            "where": self._where(doc_id, start),
+        }
+        if head is None:
+            counts, counted = kept_view.window_head_counts(pot, start, end, layer)
+            window.update(mode="all heads", heads_counted=counted, tokens=_tokens(pieces, counts, "count"))
+        else:
+            states = kept_view.window_states(pot, layer, head, start, end)
+            window.update(mode="one head", kept=kept_view.kept_counts(pot, layer, head))
+            window["tokens"] = _tokens(pieces, states, "state")
+        return window
+
+    def _where(self, doc_id: str, token: int) -> str:
+        location_map = self.service.location_map(doc_id)
+        if location_map is None or token >= len(location_map):
+            return ""
+        return location_map.location(token).describe()
+
+    def page_start(self, doc_id: str, page: int) -> int:
+        """First token of a page (or EPUB chapter)."""
+        page = whole_number("page", page)
+        doc_id = self._ready(doc_id)
+        row = next(row for row in self.library() if row["doc_id"] == doc_id)
+        if not row["pages"]:
+            raise ValueError(f"{row['name']} has no pages; move by token position instead")
+        if not 1 <= page <= row["pages"]:
+            raise ValueError(f"page must be between 1 and {row['pages']}")
+        location_map = self.service.location_map(doc_id)
+        if location_map is None:
+            raise ValueError("this document's location map is missing; read it again")
+        return kept_view.page_starts(location_map, len(location_map), page)[-1]
+
+    def retention(self, doc_id: str, by_page: bool = False, bins: int = 64) -> dict:
+        """Which parts of the document each layer still holds (layers x position bins or pages)."""
+        stored = self.service.open_pot(self._ready(doc_id))
+        _, total = self.service.token_window(doc_id, 0, 0)
+        starts = None
+        row = next(row for row in self.library() if row["doc_id"] == doc_id)
+        if by_page and row["pages"]:
+            location_map = self.service.location_map(doc_id)
+            if location_map is not None:
+                starts = kept_view.page_starts(location_map, len(location_map), min(row["pages"], 400))
+        return kept_view.retention_map(stored.pot, total, bins, starts)
+
+    def memory(self, doc_id: str) -> dict:
+        """Pot entries and bytes over the latest read, against the full KV cache and the process's memory."""
+        doc_id = _need(doc_id)
+        job = self.reads.latest(doc_id)
+        if job is not None and job.status in (READING, COUNTING, QUEUED):
+            samples, live = list(job.memory.samples), True
+        else:
+            log = self.service.read_log(doc_id)
+            samples, live = (log or {}).get("samples", []), False
+        last = samples[-1] if samples else None
+        return {"live": live, "samples": samples, "rows": kept_view.memory_rows(samples), "last": last}
+
+
+def _tokens(pieces: list[str], marks: list, key: str) -> list[dict]:
+    return [{"text": text, key: mark} for text, mark in zip(pieces, marks, strict=True)]
+
+
+def _latest_pot(doc: dict | None) -> dict | None:
+    return latest_general_entry(doc["pots"]) if doc else None
+
+
+def _job_status(job: dict) -> str:
+    percent = f"{100 * job['fraction']:.0f}%"
+    if job["status"] == QUEUED:
+        return "queued"
+    if job["status"] == COUNTING:
+        return f"counting tokens ({job['tokens_counted']:,})"
+    if job["status"] == READING:
+        return f"reading {percent}"
+    if job["status"] == CANCELLED:
+        return f"cancelled at {percent} (Resume continues)"
+    return f"failed: {job['error']}"
+
+
+def _need(doc_id: str | None) -> str:
+    if not doc_id:
+        raise ValueError("choose a document first")
+    return doc_id
+
+
+def _mb(nbytes: int) -> str:
+    return f"{nbytes / 2**20:,.1f} MB"

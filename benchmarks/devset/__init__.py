@@ -1,0 +1,1 @@
+"""Development question set: documents, questions with known answers, scoring, prompt-shape ceiling."""

@@ -1,0 +1,203 @@
+"""Decoding that ends: how an answer picks its next token, and when a looping answer stops.
+
+Repetition control looks at the answer's own tokens and text only, never at the prompt's: an answer about a
+document must be free to copy the document (transformers' repetition_penalty and no_repeat_ngram_size count
+the prompt too, and made answers worse).
+
+Two rules, which work together:
+- `no_repeat_ngram` (token level): a token that would complete an n-gram the answer already contains is banned.
+  It breaks loops that have no sentence shape ("and the and the and the").
+- `stop_on_repeat` (text level, `RepeatStop`): the answer ends before a sentence or line it already wrote.
+  The ban alone would keep a sentence loop going as ever-mangled copies ("The function returns the element.
+  The function returns a value. The function ..."), so when both are on, a banned choice in a sentence that is
+  so far re-tracing an earlier one also ends the answer there ("starts repeating" is enough).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import torch
+
+
+@dataclass(frozen=True)
+class DecodingConfig:
+    # Most answer tokens. A few paragraphs; the pot keeps this much room free beside the question, so a larger
+    # budget makes a full pot be distilled further before answering.
+    max_new_tokens: int = 256
+    # 0 is greedy: deterministic, reproducible answers (and token-for-token equal to full-KV generation when
+    # the document fits); a 135M model gains little from sampling on factual questions.
+    temperature: float = 0.0
+    # Nucleus sampling keeps the smallest set of tokens whose probability reaches top_p; 1.0 keeps them all.
+    # Used only when sampling.
+    top_p: float = 1.0
+    # Seeds the sampler, so that the same question with the same settings gives the same answer. Unused when greedy.
+    seed: int = 0
+    # An n-gram of the answer's own tokens may not be produced twice (0 disables; 1 would forbid any repeated
+    # token). 4 tokens are about three words: long enough that short phrases an answer legitimately reuses
+    # ("of the", "in the text") stay allowed, short enough to break a phrase loop within a few tokens.
+    no_repeat_ngram: int = 4
+    # End the answer when it starts repeating a sentence or a line it already wrote; the repeat is not shown.
+    # The looping that a small model falls into is sentence-shaped, and one copy of the sentence is the answer.
+    stop_on_repeat: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int):
+            raise ValueError(f"max new tokens must be a whole number, got {self.max_new_tokens!r}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max new tokens must be positive, got {self.max_new_tokens}")
+        temperature = self.temperature
+        if not (isinstance(temperature, int | float) and math.isfinite(temperature) and temperature >= 0):
+            raise ValueError(f"temperature must be 0 (greedy) or a positive number, got {self.temperature!r}")
+        if not (isinstance(self.top_p, int | float) and 0.0 < self.top_p <= 1.0):
+            raise ValueError(f"top_p must be above 0 and at most 1, got {self.top_p!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative whole number, got {self.seed!r}")
+        ngram = self.no_repeat_ngram
+        if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 0 or ngram == 1:
+            raise ValueError(f"no-repeat n-gram size must be 0 (off) or at least 2, got {ngram!r}")
+        if not isinstance(self.stop_on_repeat, bool):
+            raise ValueError(f"stop_on_repeat must be true or false, got {self.stop_on_repeat!r}")
+
+    @property
+    def sampling(self) -> bool:
+        return self.temperature > 0.0
+
+
+# -- token level ---------------------------------------------------------------------------------------
+
+
+class Choice(NamedTuple):
+    token: int
+    banned_best: bool  # the model's most likely token was banned: it wanted to repeat an n-gram of the answer
+
+
+def sampler(config: DecodingConfig, device: torch.device | str = "cpu") -> torch.Generator | None:
+    """The seeded generator sampling draws from (None when greedy)."""
+    return torch.Generator(device=device).manual_seed(config.seed) if config.sampling else None
+
+
+def banned_tokens(answer_ids: Sequence[int], n: int) -> set[int]:
+    """Tokens that would complete an n-gram the answer already contains (its own ids only; n = 0: none)."""
+    if n == 0 or len(answer_ids) < n:
+        return set()
+    context = list(answer_ids[len(answer_ids) - n + 1 :])  # the n-1 newest tokens
+    return {answer_ids[i + n - 1] for i in range(len(answer_ids) - n + 1) if list(answer_ids[i : i + n - 1]) == context}
+
+
+def choose_token(
+    logits: torch.Tensor, answer_ids: Sequence[int], config: DecodingConfig, generator: torch.Generator | None = None
+) -> Choice:
+    """The next answer token from fp32 logits (V,): n-gram ban, then greedy or temperature + nucleus sampling."""
+    banned = banned_tokens(answer_ids, config.no_repeat_ngram)
+    best = int(logits.argmax())
+    if banned:
+        logits = logits.clone()
+        logits[list(banned)] = -math.inf
+    if not config.sampling:
+        return Choice(int(logits.argmax()), best in banned)
+    probs = torch.softmax(logits / config.temperature, dim=-1)  # (V,)
+    if config.top_p < 1.0:
+        sorted_probs, order = torch.sort(probs, descending=True, stable=True)  # (V,), ties keep argmax's order
+        before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # (V,) mass of the more likely tokens
+        sorted_probs[before >= config.top_p] = 0.0  # the most likely token always stays (its `before` is 0)
+        probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)  # (V,)
+    token = int(torch.multinomial(probs, 1, generator=generator))
+    return Choice(token, best in banned)
+
+
+# -- text level ----------------------------------------------------------------------------------------
+
+# A sentence ends at . ! ? (and closing quotes or brackets) once whitespace follows; a line ends at a newline.
+# Waiting for the whitespace keeps "3.5" and "example.com" whole.
+_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|\n")
+_TRAILING = ".!?\"'”’)] "
+# Shorter pieces are not compared: they are often abbreviations or list markers ("e.g.", "Dr.", "The U.S."),
+# and short loops are the n-gram ban's job.
+MIN_WORDS = 3
+
+
+def normalized(sentence: str) -> str:
+    """Whitespace collapsed, case folded, end punctuation dropped: "The  end!" and "the end." compare equal."""
+    return " ".join(sentence.split()).casefold().rstrip(_TRAILING)
+
+
+class RepeatStop:
+    """Passes an answer's text through as it streams, ending it before a sentence or line it already wrote.
+
+    Streaming is kept: text is held back only while the unfinished sentence is, so far, the beginning of an
+    earlier sentence (it could become a repeat); once it differs from every earlier one it can no longer become
+    one, and it flows again. So a normal answer streams piece by piece, and the final text never contains a
+    sentence twice: a sentence found to repeat was never shown, and `push` returns nothing after it.
+    With `enabled=False` everything passes straight through.
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.text = ""  # everything received (minus a dropped repeat)
+        self.start = 0  # where the unfinished sentence begins in `text`
+        self.shown = 0  # how much of `text` has been returned
+        self.earlier: list[str] = []  # normalized sentences and lines written so far (MIN_WORDS or more)
+        self.repeated = False
+
+    def push(self, piece: str) -> str:
+        """Take the next piece of answer text; return what may be shown now ("" while holding back)."""
+        if not self.enabled:
+            return piece
+        if self.repeated:
+            return ""
+        self.text += piece
+        while (end := _BOUNDARY.search(self.text, self.start)) is not None:
+            sentence = normalized(self.text[self.start : end.end()])
+            if sentence in self.earlier:
+                self.drop_unfinished()
+                return self._show(len(self.text))
+            if len(sentence.split()) >= MIN_WORDS:
+                self.earlier.append(sentence)
+            self.start = end.end()
+        return self._show(self.start if self._could_repeat() else len(self.text))
+
+    def retracing(self) -> bool:
+        """Whether the unfinished sentence has words, and they are so far the beginning of an earlier sentence."""
+        return self.enabled and not self.repeated and bool(normalized(self.text[self.start :])) and self._could_repeat()
+
+    def _could_repeat(self) -> bool:
+        """The unfinished sentence is not shown yet and is, so far, the beginning of an earlier one (or blank)."""
+        partial = normalized(self.text[self.start :])
+        return self.shown <= self.start and any(sentence.startswith(partial) for sentence in self.earlier)
+
+    def drop_unfinished(self) -> None:
+        """End here: the unfinished sentence (held back, never shown) is a repeat and is dropped."""
+        self.text = self.text[: self.start]
+        self.repeated = True
+
+    def finish(self) -> str:
+        """The held-back rest once generation has ended: shown unless it is itself a whole repeated sentence."""
+        if not self.enabled or self.repeated:
+            return ""
+        if normalized(self.text[self.start :]) in self.earlier:
+            self.drop_unfinished()
+        return self._show(len(self.text))
+
+    def _show(self, end: int) -> str:
+        end = min(end, len(self.text))
+        piece, self.shown = self.text[self.shown : end], max(self.shown, end)
+        return piece
+
+
+def decoding_for(decoding: DecodingConfig | int | None, max_new_tokens: int | None = None) -> DecodingConfig:
+    """The settings an answer runs with: `decoding`, else the defaults. An int in place of `decoding` (how callers
+    passed the answer length before DecodingConfig existed) or `max_new_tokens` sets the answer length alone."""
+    if isinstance(decoding, int) and not isinstance(decoding, bool):
+        if max_new_tokens is not None:
+            raise ValueError("the answer length is given twice (as decoding and as max_new_tokens)")
+        decoding, max_new_tokens = None, decoding
+    if decoding is None:
+        decoding = DecodingConfig()
+    elif not isinstance(decoding, DecodingConfig):
+        raise ValueError(f"decoding must be a DecodingConfig or an answer length, got {decoding!r}")
+    return decoding if max_new_tokens is None else replace(decoding, max_new_tokens=max_new_tokens)

@@ -1,0 +1,206 @@
+"""The pot points, the document answers: rank document spans by the question's attention over the pot.
+
+A small model reads a fact back poorly from far inside a 4K pot, yet the question's own attention over the
+pot's entries points at the right place: summed per document token over the later half of the layers and
+grouped into 64-token buckets, a needle's bucket ranked 2nd of ~495 at 32K. So the answer is read from the
+document itself: the best buckets, each widened to whole sentences or lines, are read verbatim from the
+document's token ids and placed between the pot and the question (Engine.answer's `evidence`).
+
+Everything here is plain index arithmetic on the attention the engine measured; reading the token ids of a
+window is the caller's (the app keeps them on disk), so core never touches files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import torch
+
+from .citations import CitationConfig, answer_attention, document_token_scores
+from .engine import Engine
+from .pot import Pot
+
+
+@dataclass(frozen=True)
+class EvidenceConfig:
+    # Document tokens read verbatim into the answer's context, all spans together. The default is chosen
+    # from the measured curve of accuracy against time to first token (docs/benchmarks.md, "Evidence").
+    budget_tokens: int = 768
+    # Attention is summed over buckets of this many document tokens before ranking: one fact spreads its
+    # attention over a few neighbouring tokens, and a bucket also ranks a sentence's tokens together.
+    bucket_tokens: int = 64
+    # A bucket widens to the sentences or lines it touches, but never beyond this many tokens (a table or a
+    # log line without stops would otherwise take the whole budget).
+    max_span_tokens: int = 192
+    # Most spans read: beyond a handful, more spans dilute what a small model attends to.
+    max_spans: int = 8
+    # Counted layers and sinks, as for citations: the later half holds the retrieval heads (measured: the
+    # needle's bucket ranked 2nd counting the later half, 8th to 13th counting every layer).
+    attention: CitationConfig = CitationConfig()
+
+    def __post_init__(self) -> None:
+        if self.budget_tokens < 1:
+            raise ValueError(f"evidence budget must be at least 1 token, got {self.budget_tokens}")
+        if self.bucket_tokens < 1:
+            raise ValueError(f"evidence bucket must be at least 1 token, got {self.bucket_tokens}")
+        if self.max_span_tokens < self.bucket_tokens:
+            raise ValueError(
+                f"the longest evidence span ({self.max_span_tokens}) must hold a bucket ({self.bucket_tokens})"
+            )
+        if self.max_spans < 1:
+            raise ValueError(f"at least one evidence span is needed, got {self.max_spans}")
+
+
+class Bucket(NamedTuple):
+    index: int  # document token // bucket_tokens
+    share: float  # of the counted attention
+    best: int  # the bucket's most attended document token
+
+
+@dataclass(frozen=True)
+class Span:
+    """Document tokens [start, end) read verbatim, with the attention share of the bucket that chose it and
+    that bucket's most attended token (where a citation points)."""
+
+    start: int
+    end: int
+    ids: tuple[int, ...]
+    score: float
+    best: int
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+def ranked_buckets(pot: Pot, attention: torch.Tensor, document_tokens: int, config: EvidenceConfig) -> list[Bucket]:
+    """Buckets (document token // bucket_tokens) by the attention they received, best first.
+
+    attention: (L, H_kv, n) over the pot's entries (citations.answer_attention with the question's tokens).
+    Shares are of the counted attention; buckets that no pot entry comes from are left out.
+    """
+    tokens, scores = document_token_scores(pot, attention, config.attention)  # (m,), (m,)
+    inside = tokens < document_tokens
+    tokens, scores = tokens[inside], scores[inside]
+    if tokens.numel() == 0:
+        return []
+    buckets = tokens // config.bucket_tokens  # (m,)
+    totals = torch.zeros(int(buckets.max()) + 1, dtype=torch.float64).index_add_(0, buckets, scores.double())
+    best: dict[int, int] = {}
+    for index in torch.argsort(scores, descending=True, stable=True).tolist():
+        best.setdefault(int(buckets[index]), int(tokens[index]))
+    order = torch.argsort(totals, descending=True, stable=True)  # ties: earlier bucket first
+    return [Bucket(int(b), float(totals[b]), best[int(b)]) for b in order if totals[b] > 0]
+
+
+def widen(
+    start: int, end: int, window_ids: list[int], window_start: int, ends_sentence: Callable[[int], bool], limit: int
+) -> tuple[int, int]:
+    """[start, end) widened to whole sentences or lines inside the fetched window, at most `limit` tokens.
+
+    window_ids are the document's tokens from window_start on. The span grows left until the token before
+    it ends a sentence (or a line), and right until it includes a sentence end; it stops growing on a side
+    once it would exceed `limit`, so a text without stops keeps the bucket itself.
+    """
+    window_end = window_start + len(window_ids)
+    start, end = max(start, window_start), min(end, window_end)
+    left = start
+    while left > window_start and end - left < limit and not ends_sentence(window_ids[left - 1 - window_start]):
+        left -= 1
+    if left > window_start and not ends_sentence(window_ids[left - 1 - window_start]):
+        left = start  # no sentence start within reach: do not begin mid-sentence further left
+    right = end
+    while right < window_end and right - left < limit and not ends_sentence(window_ids[right - 1 - window_start]):
+        right += 1
+    return left, right
+
+
+def choose_spans(
+    buckets: list[Bucket],
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    ends_sentence: Callable[[int], bool],
+    config: EvidenceConfig,
+) -> list[Span]:
+    """The best buckets widened to sentences, without overlap, within the budget, in document order.
+
+    fetch(start, end) returns the document's token ids [start, end). A bucket already covered by a chosen
+    span adds nothing; a span that would overflow the budget is cut at the budget's edge.
+    """
+    chosen: list[Span] = []
+    used = 0
+    reach = config.max_span_tokens
+    for bucket, score, best in buckets:
+        if len(chosen) >= config.max_spans or used >= config.budget_tokens:
+            break
+        start = bucket * config.bucket_tokens
+        end = min(start + config.bucket_tokens, document_tokens)
+        if start >= document_tokens or any(s.start <= start and end <= s.end for s in chosen):
+            continue
+        window_start = max(0, start - reach)
+        window_ids = fetch(window_start, min(document_tokens, end + reach))
+        left, right = widen(start, end, window_ids, window_start, ends_sentence, reach)
+        for other in chosen:  # no overlap: trim on the side of a chosen span, keeping the bucket's side
+            if other.start < right and left < other.end:
+                if start + end >= other.start + other.end:
+                    left = max(left, other.end)
+                else:
+                    right = min(right, other.start)
+        remaining = config.budget_tokens - used
+        if right - left > remaining:  # cut to the budget around the bucket, not away from it
+            left = max(left, min(start, right - remaining))
+            right = left + remaining
+        if right <= left:
+            continue
+        ids = tuple(window_ids[left - window_start : right - window_start])
+        chosen.append(Span(left, right, ids, score, best if left <= best < right else left))
+        used += right - left
+    return sorted(chosen, key=lambda span: span.start)
+
+
+def holds_whole_document(pot: Pot) -> bool:
+    """Whether every token read is still in the pot (nothing compressed): then there is nothing to add."""
+    return pot.entries == pot.tokens_read and pot.source is None
+
+
+def find_evidence(
+    engine: Engine,
+    pot: Pot,
+    question: str,
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    config: EvidenceConfig,
+    max_new_tokens: int,
+) -> list[Span]:
+    """The spans to read for `question`, in document order; none when the pot holds the whole document.
+
+    The budget shrinks to what fits beside the pot distilled to |C|, the question and `max_new_tokens`.
+
+    The question's attention is measured over the pot as it is (the stored pot is not changed: the pass
+    extends a cache that shares its tensors).
+    """
+    if holds_whole_document(pot):
+        return []
+    room = engine.evidence_room(question, max_new_tokens, config.max_spans)
+    if room < config.bucket_tokens:  # too little room beside the pot to be worth it
+        return []
+    config = replace(config, budget_tokens=min(config.budget_tokens, room))
+    return spans_attended_by(engine, pot, engine.answer_prompt_ids(question), document_tokens, fetch, config)
+
+
+def spans_attended_by(
+    engine: Engine,
+    pot: Pot,
+    prompt_ids: list[int],
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    config: EvidenceConfig,
+) -> list[Span]:
+    """The document spans that `prompt_ids` (a question, or the general catalyst for a summary) attend to
+    most over the pot, widened to sentences, within the budget, in document order."""
+    attention = answer_attention(engine.model, pot, [], prompt_ids)  # (L, H_kv, n): the prompt's own queries
+    buckets = ranked_buckets(pot, attention, document_tokens, config)
+    ends = engine.sentence_ends()  # (V,) bool
+    vocab = ends.shape[0]
+    return choose_spans(buckets, document_tokens, fetch, lambda t: t < vocab and bool(ends[t]), config)

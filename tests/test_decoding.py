@@ -1,0 +1,274 @@
+"""Decoding that ends: the token chooser, the sentence-repeat stop, and a looping model answered through the engine."""
+
+import math
+
+import pytest
+import torch
+from tiny_models import random_ids, tiny_loaded, tiny_tokenizer
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from infinipot.core.config import PotConfig
+from infinipot.core.decoding import (
+    DecodingConfig,
+    RepeatStop,
+    banned_tokens,
+    choose_token,
+    decoding_for,
+    normalized,
+    sampler,
+)
+from infinipot.core.engine import AnswerStats, Engine
+from infinipot.core.model import LoadedModel
+
+SENTENCE = " The quick brown fox jumps over the lazy dog."  # distinct tokens of the tiny tokenizer
+
+
+def sentence_tokens() -> int:
+    return len(tiny_tokenizer()(SENTENCE, add_special_tokens=False)["input_ids"])
+
+QUESTION = "Which animal is in this:" + SENTENCE  # the question holds the sentence too: copying it is allowed
+OFF = dict(no_repeat_ngram=0, stop_on_repeat=False)
+
+
+def logits_preferring(*tokens: int, vocab: int = 50) -> torch.Tensor:
+    """Fake fp32 logits (V,): `tokens` best first, every other token far behind."""
+    logits = torch.zeros(vocab)
+    for rank, token in enumerate(tokens):
+        logits[token] = 10.0 - rank
+    return logits
+
+
+# -- the token chooser ---------------------------------------------------------------------------------
+
+
+def test_ngram_ban_reads_only_the_answers_own_tokens():
+    assert banned_tokens([5, 6, 7, 5, 6], 3) == {7}  # (5, 6) was followed by 7: 5 6 7 may not come again
+    assert banned_tokens([5, 6, 7, 5, 6, 8, 5, 6], 3) == {7, 8}
+    assert banned_tokens([5, 6, 7, 5, 6], 0) == set()
+    assert banned_tokens([5, 6, 7, 8], 3) == set()
+    config = DecodingConfig(no_repeat_ngram=3)
+    assert choose_token(logits_preferring(7, 9), [5, 6, 7, 5, 6], config) == (9, True)
+    # the chooser is given the answer's tokens only: what the prompt held (here 5 6 7) may be copied
+    assert choose_token(logits_preferring(7, 9), [5, 6], config) == (7, False)
+    assert choose_token(logits_preferring(7, 9), [5, 6, 7, 5, 6], DecodingConfig(no_repeat_ngram=0)) == (7, False)
+
+
+def test_greedy_is_the_argmax_and_ignores_any_generator():
+    logits = torch.randn(300, generator=torch.Generator().manual_seed(1))
+    config = DecodingConfig(no_repeat_ngram=0)
+    picks = {choose_token(logits, [], config, torch.Generator().manual_seed(seed)).token for seed in range(5)}
+    assert picks == {int(logits.argmax())}
+
+
+def test_sampling_is_reproducible_by_seed_and_differs_between_seeds():
+    logits = torch.zeros(200)  # uniform: any token may come
+
+    def draws(seed: int) -> list[int]:
+        config = DecodingConfig(temperature=1.0, seed=seed, no_repeat_ngram=0)
+        generator = sampler(config)
+        return [choose_token(logits, [], config, generator).token for _ in range(20)]
+
+    assert draws(3) == draws(3)
+    assert draws(3) != draws(4)
+    assert len(set(draws(3))) > 5  # it really samples
+
+
+def test_a_tiny_top_p_is_greedy_and_top_p_keeps_the_nucleus():
+    for seed in range(20):
+        logits = torch.randn(300, generator=torch.Generator().manual_seed(seed))
+        answer = random_ids(12, seed=seed)  # bans apply before the nucleus is cut
+        greedy = choose_token(logits, answer, DecodingConfig())
+        nucleus = DecodingConfig(temperature=1.5, top_p=1e-6, seed=seed)
+        assert choose_token(logits, answer, nucleus, sampler(nucleus)) == greedy
+    probs = torch.tensor([0.4, 0.3, 0.2, 0.1])
+    config = DecodingConfig(temperature=1.0, top_p=0.6, no_repeat_ngram=0)
+    generator = sampler(config)
+    seen = {choose_token(probs.log(), [], config, generator).token for _ in range(200)}
+    assert seen == {0, 1}  # 0.4 + 0.3 reach 0.6; 2 and 3 are cut
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(max_new_tokens=0),
+        dict(max_new_tokens=2.5),
+        dict(temperature=-0.1),
+        dict(temperature=math.inf),
+        dict(top_p=0.0),
+        dict(top_p=1.5),
+        dict(seed=-1),
+        dict(no_repeat_ngram=1),
+        dict(no_repeat_ngram=-2),
+        dict(stop_on_repeat="yes"),
+    ],
+)
+def test_impossible_decoding_settings_are_refused(settings):
+    with pytest.raises(ValueError):
+        DecodingConfig(**settings)
+
+
+def test_an_old_style_length_becomes_a_config():
+    assert decoding_for(None) == DecodingConfig()
+    assert decoding_for(12) == DecodingConfig(max_new_tokens=12)
+    assert decoding_for(None, 12) == DecodingConfig(max_new_tokens=12)
+    sampled = DecodingConfig(temperature=0.7)
+    assert decoding_for(sampled, 12) == DecodingConfig(max_new_tokens=12, temperature=0.7)
+    with pytest.raises(ValueError, match="twice"):
+        decoding_for(12, 12)
+    with pytest.raises(ValueError):
+        decoding_for("12")
+
+
+# -- the sentence-repeat stop --------------------------------------------------------------------------
+
+
+def stream(text: str, stop: RepeatStop, size: int = 3) -> list[str]:
+    """Push `text` in pieces of `size` characters; every piece returned, then what finish() gives."""
+    pieces = [stop.push(text[i : i + size]) for i in range(0, len(text), size)]
+    return [*pieces, stop.finish()]
+
+
+def test_a_repeated_sentence_ends_the_text_and_is_never_shown():
+    stop = RepeatStop()
+    pieces = stream("The function returns the element. It is fast. The function returns the element. More.", stop)
+    assert "".join(pieces) == "The function returns the element. It is fast."
+    assert stop.repeated
+    assert sum(1 for piece in pieces if piece) > 5  # the first sentences streamed as they came
+
+
+def test_repeats_compare_without_case_or_spacing_and_lines_count_too():
+    stop = RepeatStop()
+    text = "- first item here\n- second item here\n-  First   ITEM here\n- more"
+    assert "".join(stream(text, stop)) == "- first item here\n- second item here\n"
+    assert normalized("The  end is near!") == normalized("the end is near.")
+
+
+def test_a_sentence_that_only_begins_like_an_earlier_one_is_held_then_released():
+    stop = RepeatStop()
+    assert stop.push("The cat sat on the mat.") == "The cat sat on the mat."
+    assert stop.push(" The cat") == ""  # could still become a repeat
+    assert stop.retracing()
+    assert stop.push(" ran") == " The cat ran"  # it differs now: shown, and streams again
+    assert not stop.retracing()
+    assert stop.push(" away.") == " away."
+    assert stop.finish() == "" and not stop.repeated
+
+
+def test_short_pieces_and_a_trailing_repeat():
+    stop = RepeatStop()  # "e.g." twice is no loop: pieces under three words are not compared
+    assert "".join(stream("Fruit, e.g. apples grow. Nuts, e.g. pecans grow.", stop)) == (
+        "Fruit, e.g. apples grow. Nuts, e.g. pecans grow."
+    )
+    assert not stop.repeated
+    stop = RepeatStop()  # a repeat that ends the generation, with no whitespace after it, is dropped too
+    assert "".join(stream("Seven is the key. Seven is the key.", stop)) == "Seven is the key."
+    assert stop.repeated
+    off = RepeatStop(enabled=False)
+    assert "".join(stream("Seven is the key. Seven is the key.", off)) == "Seven is the key. Seven is the key."
+
+
+# -- a looping model through the engine ----------------------------------------------------------------
+
+
+def looping_loaded(ends: bool = False) -> LoadedModel:
+    """A tiny Llama that writes SENTENCE again and again (or, with `ends`, once and then its end-of-turn token).
+
+    Attention and MLP outputs are zeroed, so the last hidden state is the current token's embedding: each
+    sentence token's embedding is its own one-hot feature and the LM head maps it to the next token's row; the
+    request's last token (the template's "\\n") starts the sentence. Every other row is zero, so nothing else is
+    ever the best token.
+    """
+    tokenizer = tiny_tokenizer()
+    cycle = tokenizer(SENTENCE, add_special_tokens=False)["input_ids"]
+    assert len(set(cycle)) == len(cycle)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+        eos_token_id=3, bos_token_id=1, pad_token_id=1,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    start = tokenizer.convert_tokens_to_ids("Ċ")  # byte-level "\n", the last token of every request
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        embeddings, head = model.get_input_embeddings().weight, model.lm_head.weight  # (V, hidden) each
+        head.zero_()
+        for feature, token in enumerate([start, *cycle]):
+            embeddings[token] = 0.0
+            embeddings[token, feature] = 1.0
+        for position in range(len(cycle)):  # the sentence's token at `position` has feature position + 1
+            head[cycle[(position + 1) % len(cycle)], position + 1] = 4.0
+        head[cycle[0], 0] = 4.0
+        if ends:
+            head[config.eos_token_id, len(cycle)] = 8.0  # after the sentence's last token
+    return LoadedModel(model=model.eval(), tokenizer=tokenizer, identity="tiny-looping", device=torch.device("cpu"))
+
+
+def looping_answer(decoding: DecodingConfig, ends: bool = False) -> tuple[list[str], AnswerStats, Engine]:
+    engine = Engine(looping_loaded(ends), PotConfig(pot_size=256, keep_size=128, forward_tokens=64))
+    request = engine.answer_prompt_ids(QUESTION)
+    assert request[-1] == tiny_tokenizer().convert_tokens_to_ids("Ċ")
+    cycle = tiny_tokenizer()(SENTENCE, add_special_tokens=False)["input_ids"]
+    assert any(request[i : i + len(cycle)] == cycle for i in range(len(request)))
+    pot = engine.read([tiny_tokenizer()(SENTENCE * 2, add_special_tokens=False)["input_ids"]])
+    stats = AnswerStats()
+    pieces = list(engine.answer(pot, QUESTION, decoding, stats))
+    return pieces, stats, engine
+
+
+def test_without_rules_the_looping_model_runs_to_the_length_limit():
+    pieces, stats, _ = looping_answer(DecodingConfig(max_new_tokens=60, **OFF))
+    assert "".join(pieces).count("lazy dog.") >= 3  # the sentence, again and again
+    assert stats.stopped_by == "length" and stats.new_tokens == 60
+
+
+@pytest.mark.parametrize("ngram", [4, 0])
+def test_the_looping_model_stops_where_it_repeats_its_sentence(ngram):
+    pieces, stats, engine = looping_answer(DecodingConfig(max_new_tokens=60, no_repeat_ngram=ngram))
+    assert "".join(pieces) == SENTENCE  # once, copied from the document, then it ends
+    assert stats.stopped_by == "repeat"
+    assert stats.new_tokens < 2 * sentence_tokens() + 2  # at most the sentence again and the space after it
+    assert len([piece for piece in pieces if piece]) >= 10  # streamed token by token, not held to the end
+    assert engine.tokenizer.decode(stats.token_ids) == SENTENCE
+
+
+def test_the_ban_alone_forbids_the_copy_but_not_the_document():
+    """Document and question hold the sentence; the answer still copies it whole (the prompt's n-grams are free),
+    and only its own second copy is banned. transformers' no_repeat_ngram_size counts the prompt and cannot."""
+    pieces, stats, engine = looping_answer(DecodingConfig(max_new_tokens=40, no_repeat_ngram=4, stop_on_repeat=False))
+    assert "".join(pieces).startswith(SENTENCE)
+    grams = [tuple(stats.token_ids[i : i + 4]) for i in range(len(stats.token_ids) - 3)]
+    assert len(grams) == len(set(grams)) and stats.stopped_by != "repeat"
+    request = engine.answer_prompt_ids(QUESTION)
+    document = tiny_tokenizer()(SENTENCE * 2, add_special_tokens=False)["input_ids"]
+    prompt = torch.tensor([engine.prefix_ids + document + request])
+    with torch.no_grad():
+        length = sentence_tokens()
+        plain = engine.model.generate(prompt, max_new_tokens=length, do_sample=False)
+        banned = engine.model.generate(prompt, max_new_tokens=length, do_sample=False, no_repeat_ngram_size=4)
+    assert engine.tokenizer.decode(plain[0, prompt.shape[1] :]) == SENTENCE
+    assert engine.tokenizer.decode(banned[0, prompt.shape[1] :]) != SENTENCE
+
+
+def test_an_answer_that_ends_by_itself_says_so():
+    pieces, stats, _ = looping_answer(DecodingConfig(max_new_tokens=60), ends=True)
+    assert "".join(pieces) == SENTENCE
+    assert stats.stopped_by == "end" and stats.new_tokens == sentence_tokens()
+
+
+def test_sampling_through_the_engine_is_reproducible():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=128, forward_tokens=64))
+    pot = engine.read([random_ids(100, seed=3)])
+
+    def tokens(**settings) -> list[int]:
+        stats = AnswerStats()
+        "".join(engine.answer(pot, "What is the passkey?", DecodingConfig(max_new_tokens=12, **settings), stats))
+        return stats.token_ids
+
+    greedy = tokens()
+    assert tokens() == greedy
+    assert tokens(temperature=2.0, seed=1) == tokens(temperature=2.0, seed=1)
+    assert any(tokens(temperature=2.0, seed=seed) != tokens(temperature=2.0, seed=1) for seed in (2, 3, 4))
+    assert tokens(temperature=2.0, top_p=1e-6, seed=5) == greedy

@@ -1,0 +1,263 @@
+"""Answer mode `evidence` and whole-document summaries on tiny models: span ranking and widening, the context
+within |M|, the pot unchanged, the spans read in the answer's context, and citations carrying their text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from helpers import record_cache_lengths, reference_greedy
+from tiny_models import build_attending_model, random_ids, save_attending_model_folder, tiny_loaded, tiny_tokenizer
+
+from infinipot.app.ask.modes import AnswerSettings
+from infinipot.app.cli import main
+from infinipot.app.service import DocumentService
+from infinipot.core.citations import answer_attention
+from infinipot.core.config import PotConfig
+from infinipot.core.decoding import DecodingConfig
+from infinipot.core.engine import AnswerStats, Engine
+from infinipot.core.evidence import Bucket, EvidenceConfig, Span, choose_spans, find_evidence, ranked_buckets, widen
+from infinipot.core.model import LoadedModel
+from infinipot.core.summary import SummaryConfig, blocks_of, summarize_document
+
+STOP = 0  # the token that ends a sentence in the index-level tests
+
+
+def ends(token: int) -> bool:
+    return token == STOP
+
+
+# -- widening and choosing spans: plain index arithmetic -------------------------------------------------
+def test_a_bucket_widens_to_the_sentences_it_touches():
+    #        0  1  2  3  4  5  6  7  8  9 10 11
+    ids = [5, 5, 0, 5, 5, 5, 5, 5, 0, 5, 5, 0]  # sentences end at 2, 8 and 11
+    assert widen(4, 6, ids, 0, ends, limit=20) == (3, 9)  # from after the stop at 2 through the stop at 8
+    assert widen(9, 10, ids, 0, ends, limit=20) == (9, 12)
+    assert widen(0, 1, ids, 0, ends, limit=20) == (0, 3)  # the window's start is a sentence start
+
+
+def test_widening_stops_at_the_limit_and_never_starts_mid_sentence_further_left():
+    ids = [5] * 40 + [0]
+    left, right = widen(20, 22, ids, 0, ends, limit=8)
+    assert left == 20  # no sentence start within reach: the bucket's own start
+    assert right - left <= 8
+    # a window that starts mid-document: positions are document positions
+    assert widen(104, 106, [5, 0, 5, 5, 5, 5, 5, 0], 100, ends, limit=20) == (102, 108)
+
+
+def fetch_from(document: list[int]):
+    return lambda start, end: document[start:end]
+
+
+def test_chosen_spans_do_not_overlap_stay_in_budget_and_come_in_document_order():
+    document = ([5] * 15 + [0]) * 40  # 640 tokens, a sentence every 16
+    config = EvidenceConfig(budget_tokens=100, bucket_tokens=8, max_span_tokens=40, max_spans=5)
+    shares = {30: 0.4, 31: 0.2, 2: 0.15, 70: 0.1, 3: 0.05, 50: 0.05}
+    buckets = [Bucket(index, share, index * 8 + 3) for index, share in shares.items()]
+    spans = choose_spans(buckets, len(document), fetch_from(document), ends, config)
+    assert [s.start for s in spans] == sorted(s.start for s in spans)
+    assert all(a.end <= b.start for a, b in zip(spans, spans[1:], strict=False))
+    assert sum(len(s) for s in spans) <= config.budget_tokens
+    assert len(spans) <= config.max_spans
+    assert all(s.ids == tuple(document[s.start : s.end]) for s in spans)
+    # every span begins a sentence and, unless cut by the budget, ends one
+    assert all(s.start % 16 == 0 for s in spans)
+    assert spans[0].start == 16 and spans[0].end == 32  # bucket 2 (tokens 16-23) widened to its sentence
+    # bucket 31 lies in the sentence bucket 30 already took: no second span for it
+    assert sum(1 for s in spans if s.start <= 240 < s.end) == 1
+    # the best bucket is there with its share
+    best = next(s for s in spans if s.start <= 240 < s.end)
+    assert best.score == pytest.approx(0.4) and best.best == 243
+
+
+def test_a_span_is_cut_at_the_budget_edge():
+    document = [5] * 200 + [0]
+    config = EvidenceConfig(budget_tokens=70, bucket_tokens=64, max_span_tokens=128)
+    (span,) = choose_spans([Bucket(1, 1.0, 100)], len(document), fetch_from(document), ends, config)
+    assert len(span) == 70 and span.start <= 64 < span.end  # the bucket (64-127) itself is read
+
+
+def test_blocks_group_consecutive_spans_within_the_block_size():
+    spans = [Span(i * 100, i * 100 + 40, (1,) * 40, 0.1, i * 100) for i in range(5)]
+    spans.append(Span(900, 1000, (1,) * 100, 0.1, 900))
+    blocks = blocks_of(spans, block_tokens=90)
+    assert [[s.start for s in block] for block in blocks] == [[0, 100], [200, 300], [400], [900]]
+    assert [s for block in blocks for s in block] == spans  # nothing lost, order kept
+
+
+# -- on a model whose every query attends to one planted token --------------------------------------------
+NEEDLE = 300
+
+
+def attending_engine(pot_size: int = 128, keep: int = 48) -> Engine:
+    loaded = LoadedModel(build_attending_model(NEEDLE), tiny_tokenizer(), "tiny-attending", torch.device("cpu"))
+    return Engine(loaded, PotConfig(pot_size=pot_size, keep_size=keep, forward_tokens=40))
+
+
+def planted_document(length: int, at: int) -> list[int]:
+    document = [t if t != NEEDLE else NEEDLE + 1 for t in random_ids(length, seed=3)]
+    document[at] = NEEDLE
+    return document
+
+
+def test_the_question_attention_ranks_the_needle_bucket_first():
+    engine = attending_engine()
+    document = planted_document(600, at=431)
+    pot = engine.read([document])
+    assert pot.cycles > 0
+    attention = answer_attention(engine.model, pot, [], engine.answer_prompt_ids("Where is it?"))
+    buckets = ranked_buckets(pot, attention, len(document), EvidenceConfig())
+    assert buckets[0].index == 431 // 64 and buckets[0].share > 0.5 and buckets[0].best == 431
+
+
+def test_evidence_answers_within_the_pot_and_leave_the_pot_unchanged():
+    engine = attending_engine(pot_size=256, keep=64)
+    document = planted_document(600, at=431)
+    pot = engine.read([document])
+    keys_before = [k.clone() for k in pot.keys]
+    origin_before = pot.origin.clone()
+    spans = find_evidence(engine, pot, "Where is it?", len(document), fetch_from(document), EvidenceConfig(), 8)
+    assert spans and any(s.start <= 431 < s.end for s in spans)
+    assert sum(len(s) for s in spans) <= engine.evidence_room("Where is it?", 8, EvidenceConfig().max_spans)
+    lengths = record_cache_lengths(engine.model)
+    stats = AnswerStats()
+    "".join(engine.answer(pot, "Where is it?", max_new_tokens=8, stats=stats, evidence=[s.ids for s in spans]))
+    assert stats.new_tokens > 0
+    assert max(lengths) <= engine.config.pot_size
+    assert all(torch.equal(a, b) for a, b in zip(keys_before, pot.keys, strict=True))
+    assert torch.equal(origin_before, pot.origin)
+
+
+def test_evidence_is_read_after_the_pot_exactly_as_a_full_context_would_read_it():
+    """A document that fits: pot + evidence + question must answer as plain full-KV greedy over those tokens."""
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=512, keep_size=256, forward_tokens=37))
+    document = random_ids(150, seed=11)
+    pot = engine.read([document])
+    evidence = [document[10:30], document[90:120]]
+    stats = AnswerStats()
+    decoding = {"max_new_tokens": 12}
+    "".join(engine.answer(pot, "What is the passkey?", stats=stats, evidence=evidence, **decoding))
+    full = engine.prefix_ids + document + engine.answer_prompt_ids("What is the passkey?", evidence)
+    expected = reference_greedy(engine, full, 12)
+    assert stats.token_ids == expected[: len(stats.token_ids)]
+    assert stats.token_ids  # something was answered
+
+
+def test_a_document_that_fits_the_pot_has_no_evidence_to_add():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=512, keep_size=256))
+    document = random_ids(150, seed=2)
+    pot = engine.read([document])
+    assert find_evidence(engine, pot, "Why?", len(document), fetch_from(document), EvidenceConfig(), 8) == []
+
+
+def test_a_long_document_is_summarized_part_by_part_within_the_pot():
+    engine = attending_engine(pot_size=160, keep=64)
+    document = planted_document(900, at=500)
+    pot = engine.read([document])
+    lengths = record_cache_lengths(engine.model)
+    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4)
+    calls = []
+    text = "".join(
+        summarize_document(
+            engine,
+            pot,
+            len(document),
+            fetch_from(document),
+            config,
+            DecodingConfig(max_new_tokens=6),
+            AnswerStats(),
+            lambda k, n: calls.append((k, n)),
+        )
+    )
+    blocks = calls[0][1]
+    assert blocks >= 2  # 256 tokens of spans in blocks of at most 96
+    assert calls == [(k, blocks) for k in range(1, blocks + 2)]  # every part, then the combination
+    assert max(lengths) <= engine.config.pot_size
+    assert text.strip()  # the combined summary (the attending model never ends an answer early)
+
+
+# -- through the service and the CLI ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def attending_model_dir(tmp_path_factory):
+    return save_attending_model_folder(tmp_path_factory.mktemp("attending-evidence"), NEEDLE)
+
+
+def needle_text(path, lines: int = 60, needle_line: int = 41):
+    """A text whose one line holds the needle token's text, the rest plain sentences."""
+    needle = tiny_tokenizer().decode([NEEDLE])
+    rows = [f"Line {i}: the quick brown fox jumps over the lazy dog." for i in range(1, lines + 1)]
+    rows[needle_line - 1] = f"Line {needle_line}: the passkey is{needle} here."
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_ask_json_in_evidence_mode_cites_the_needle_line_with_its_text(
+    capsys, tmp_path, infinipot_home, attending_model_dir
+):
+    path = needle_text(tmp_path / "notes.txt")
+    settings = ["--model", attending_model_dir, "--pot-size", "256", "--keep", "64"]
+    assert main(["read", str(path), *settings, "--json"]) == 0
+    read = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert read["cycles"] > 0
+    pot_file_bytes = {p: p.read_bytes() for p in (infinipot_home / "pots").rglob("*") if p.is_file()}
+
+    assert main(["ask", read["doc_id"], "What is the passkey?", "--max-new-tokens", "6", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert answer["answer_from"] == "evidence" and answer["evidence_tokens"] > 0
+    first = answer["citations"][0]
+    assert first["line"] == 41 and first["label"] == "line 41"
+    assert "the passkey is" in first["snippet"]
+    assert all(c["snippet"] for c in answer["citations"])
+    # the stored pot is never modified by answering
+    assert {p: p.read_bytes() for p in (infinipot_home / "pots").rglob("*") if p.is_file()} == pot_file_bytes
+
+    # the paper's answer from the pot alone is still there, with attention citations that carry text too
+    assert (
+        main(["ask", read["doc_id"], "What is the passkey?", "--answer-from", "pot", "--max-new-tokens", "6", "--json"])
+        == 0
+    )
+    pot_answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert pot_answer["answer_from"] == "pot" and pot_answer["evidence_tokens"] == 0
+    assert pot_answer["citations"][0]["line"] == 41 and "passkey" in pot_answer["citations"][0]["snippet"]
+
+
+def test_ask_names_the_stored_pot_that_answers(tmp_path, infinipot_home, attending_model_dir):
+    path = needle_text(tmp_path / "notes.txt")
+    service = DocumentService(infinipot_home, device="cpu")
+    infinipot = service.read(path, PotConfig(pot_size=160, keep_size=64), attending_model_dir)
+    truncate = service.read(path, PotConfig(pot_size=160, keep_size=64, method="truncate"), attending_model_dir)
+    assert infinipot.pot_id != truncate.pot_id
+    settings = AnswerSettings(answer_from="pot")
+    for config, pot_id in (
+        (PotConfig(pot_size=160, keep_size=64), infinipot.pot_id),
+        (PotConfig(pot_size=160, keep_size=64, method="truncate"), truncate.pot_id),
+    ):
+        pieces, stats, reused = service.ask(
+            str(path), "Why?", settings, pot_config=config, model_name=attending_model_dir, max_new_tokens=3
+        )
+        "".join(pieces)
+        assert reused
+        conversation = service.store.conversations.get(stats.conversation_id)
+        assert conversation.pot_id == pot_id
+
+
+def test_a_summary_is_stored_and_given_again_until_a_new_one_is_asked_for(
+    tmp_path, infinipot_home, attending_model_dir
+):
+    path = needle_text(tmp_path / "notes.txt")
+    service = DocumentService(infinipot_home, device="cpu")
+    service.read(path, PotConfig(pot_size=160, keep_size=64), attending_model_dir)
+    parts = []
+    pieces, stats = service.summarize(str(path), max_new_tokens=5, on_part=lambda k, n: parts.append((k, n)))
+    first = "".join(pieces).strip()
+    assert parts and not stats.reused_summary
+    again, stats = service.summarize(str(path), max_new_tokens=5, on_part=lambda k, n: parts.append("again"))
+    assert "".join(again) == first and stats.reused_summary and "again" not in parts
+    anew, stats = service.summarize(str(path), max_new_tokens=5, new=True)
+    "".join(anew)
+    assert not stats.reused_summary
+    # the summary is one of the document's files: deleting the document deletes it
+    assert service.library.files.summary(service.find_document(str(path)).id).is_file()
+    service.delete(str(path))
+    assert not list((infinipot_home / "summaries").glob("*.json"))

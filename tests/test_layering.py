@@ -1,0 +1,159 @@
+"""The layering, read from the source's imports (the AST, imports inside functions included).
+
+storage never imports core; core never imports app, ingest or storage; ingest and storage never import app;
+the app's subpackages import only downward (errors < library < read < ask < service < web, bench < cli); and
+no module takes part in an import circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"core": "core", "ingest": "ingest", "storage": "storage", "app": "app"}
+
+# Rank of each part of app/: a module may import its own part or a lower rank, never a higher or an equal other.
+APP_RANKS = {"errors": 0, "library": 1, "read": 2, "ask": 3, "service": 4, "web": 5, "bench": 5, "cli": 6}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return "infinipot." + ".".join(parts)
+
+
+def all_modules() -> dict[str, Path]:
+    found = {}
+    for folder in PACKAGES.values():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            found[module_name(path)] = path
+    return found
+
+
+def imported_modules(path: Path, name: str, known: dict[str, Path]) -> set[str]:
+    """Project modules imported anywhere in the file, each resolved to the most specific known module."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # `from package import submodule` depends on the submodule; `from module import name` on the module
+            for alias in node.names:
+                submodule = f"{module}.{alias.name}"
+                targets.add(submodule if submodule in known else module)
+    resolved = set()
+    for target in targets:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            resolved.add(target)
+    return resolved
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    known = all_modules()
+    return {name: imported_modules(path, name, known) for name, path in known.items()}
+
+
+def part(module: str) -> str:
+    """'core', 'ingest', 'storage', or 'app.<part>' for the app's parts."""
+    pieces = module.split(".")
+    if pieces[1] != "app":
+        return pieces[1]
+    return "app." + (pieces[2] if len(pieces) > 2 else "")
+
+
+def violations(graph: dict[str, set[str]], allowed) -> list[str]:
+    return sorted(f"{src} imports {dst}" for src, dsts in graph.items() for dst in dsts if not allowed(src, dst))
+
+
+def test_the_graph_sees_imports_inside_functions(graph):
+    # cli imports the web app only when `infinipot ui` runs: a function-level import the test must still see.
+    assert "infinipot.app.web.workspace" in graph["infinipot.app.cli.main"]
+    assert "infinipot.core.config" in graph["infinipot.app.web.settings"]
+
+
+def test_storage_never_imports_core_or_app(graph):
+    bad = violations(graph, lambda s, d: part(s) != "storage" or part(d) in ("storage", "ingest"))
+    assert not bad, bad
+
+
+def test_core_imports_only_core(graph):
+    bad = violations(graph, lambda s, d: part(s) != "core" or part(d) == "core")
+    assert not bad, bad
+
+
+def test_ingest_never_imports_app_or_storage(graph):
+    bad = violations(graph, lambda s, d: part(s) != "ingest" or part(d) in ("ingest", "core"))
+    assert not bad, bad
+
+
+def test_app_parts_import_only_downward(graph):
+    def allowed(src: str, dst: str) -> bool:
+        if not part(src).startswith("app.") or not part(dst).startswith("app."):
+            return True
+        source, target = part(src)[4:], part(dst)[4:]
+        if source == target or target == "":  # own part, or the app package itself (a docstring only)
+            return True
+        return APP_RANKS[target] < APP_RANKS[source]
+
+    assert set(APP_RANKS) >= {part(m)[4:] for m in graph if part(m).startswith("app.") and part(m) != "app."}
+    bad = violations(graph, allowed)
+    assert not bad, bad
+
+
+def test_no_import_circles(graph):
+    cycles = strongly_connected(graph)
+    assert not cycles, cycles
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm: the groups of two or more modules that import each other, directly or not."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
