@@ -139,6 +139,13 @@ class Engine:
         request = len(self.question_ids(question))
         return self.config.pot_size - self.config.keep_size - request - max_new_tokens - overhead
 
+    def question_parts(self, question: str) -> tuple[list[int], list[int]]:
+        """(what precedes the question in its request, the question's own tokens), for measuring where the
+        question alone looks in the pot."""
+        instruction = self.question_instruction(question)
+        lead = instruction[: instruction.index(question.strip())]
+        return encode(self.tokenizer, "\n" + lead), encode(self.tokenizer, question.strip())
+
     def question_ids(self, question: str) -> list[int]:
         """The question's request: one line break after the text, then the answer prompt. A blank line there
         tokenizes differently after a text that ends with a newline, and the default model answered the demo

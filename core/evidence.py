@@ -36,6 +36,10 @@ class EvidenceConfig:
     max_span_tokens: int = 192
     # Most spans read: beyond a handful, more spans dilute what a small model attends to.
     max_spans: int = 8
+    # How a bucket's tokens rank it: "max", its most attended token (a fact draws sharp attention to a few
+    # tokens), or "sum", the attention of all its tokens. On a 16K passkey pot the needle's bucket ranked 1st by
+    # max and 8th by sum (docs/method.md, "Answering").
+    bucket_score: str = "max"
     # Counted layers and sinks, as for citations: the later half holds the retrieval heads (measured: the
     # needle's bucket ranked 2nd counting the later half, 8th to 13th counting every layer).
     attention: CitationConfig = CitationConfig()
@@ -51,6 +55,8 @@ class EvidenceConfig:
             )
         if self.max_spans < 1:
             raise ValueError(f"at least one evidence span is needed, got {self.max_spans}")
+        if self.bucket_score not in ("max", "sum"):
+            raise ValueError(f"bucket score must be 'max' or 'sum', got {self.bucket_score!r}")
 
 
 class Bucket(NamedTuple):
@@ -86,12 +92,17 @@ def ranked_buckets(pot: Pot, attention: torch.Tensor, document_tokens: int, conf
     if tokens.numel() == 0:
         return []
     buckets = tokens // config.bucket_tokens  # (m,)
-    totals = torch.zeros(int(buckets.max()) + 1, dtype=torch.float64).index_add_(0, buckets, scores.double())
+    count = int(buckets.max()) + 1
+    shares = torch.zeros(count, dtype=torch.float64).index_add_(0, buckets, scores.double())  # (B,)
+    if config.bucket_score == "max":
+        ranking = torch.zeros(count, dtype=torch.float64).scatter_reduce_(0, buckets, scores.double(), "amax")  # (B,)
+    else:
+        ranking = shares
     best: dict[int, int] = {}
     for index in torch.argsort(scores, descending=True, stable=True).tolist():
         best.setdefault(int(buckets[index]), int(tokens[index]))
-    order = torch.argsort(totals, descending=True, stable=True)  # ties: earlier bucket first
-    return [Bucket(int(b), float(totals[b]), best[int(b)]) for b in order if totals[b] > 0]
+    order = torch.argsort(ranking, descending=True, stable=True)  # ties: earlier bucket first
+    return [Bucket(int(b), float(shares[b]), best[int(b)]) for b in order if shares[b] > 0]
 
 
 def widen(
@@ -186,7 +197,10 @@ def find_evidence(
     if room < config.bucket_tokens:  # too little room beside the pot to be worth it
         return []
     config = replace(config, budget_tokens=min(config.budget_tokens, room))
-    return spans_attended_by(engine, pot, engine.answer_prompt_ids(question), document_tokens, fetch, config)
+    # Only the question's own tokens count: the instruction and the template around it attend broadly (on a 16K
+    # passkey pot the needle's bucket ranked 8th by the question's rows and 20th by the whole prompt's).
+    before, question_ids = engine.question_parts(question)
+    return spans_attended_by(engine, pot, question_ids, document_tokens, fetch, config, before=before)
 
 
 def spans_attended_by(
@@ -196,10 +210,12 @@ def spans_attended_by(
     document_tokens: int,
     fetch: Callable[[int, int], list[int]],
     config: EvidenceConfig,
+    before: list[int] | None = None,
 ) -> list[Span]:
     """The document spans that `prompt_ids` (a question, or the general catalyst for a summary) attend to
-    most over the pot, widened to sentences, within the budget, in document order."""
-    attention = answer_attention(engine.model, pot, [], prompt_ids)  # (L, H_kv, n): the prompt's own queries
+    most over the pot, widened to sentences, within the budget, in document order. `before`: tokens that run
+    ahead of the prompt (their own queries are not counted)."""
+    attention = answer_attention(engine.model, pot, before or [], prompt_ids)  # (L, H_kv, n): the prompt's queries
     buckets = ranked_buckets(pot, attention, document_tokens, config)
     ends = engine.sentence_ends()  # (V,) bool
     vocab = ends.shape[0]

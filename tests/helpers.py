@@ -105,6 +105,19 @@ def tiny_settings(model_dir: str, pot_size: int = 128, keep_size: int = 48) -> d
     }
 
 
+def answer_args(**changes) -> list:
+    """The Settings tab's answer values in the order the page passes them (handlers.ANSWER_NAMES): the defaults
+    (web.settings.AnswerChoices) with `changes`."""
+    from dataclasses import asdict
+
+    from infinipot.app.web.page.handlers import ANSWER_NAMES
+    from infinipot.app.web.settings import AnswerChoices
+
+    values = {**asdict(AnswerChoices()), **changes}
+    assert set(values) == set(ANSWER_NAMES), sorted(set(values) ^ set(ANSWER_NAMES))
+    return [values[name] for name in ANSWER_NAMES]
+
+
 def make_workspace(home: Path, pace: float = 0.0):
     """The app's workspace on `home`, 1 MB upload limit, whose service sleeps `pace` s after every reader step and
     `service.answer_pace` s before every answer piece, so a test can watch a read or an answer and stop it."""

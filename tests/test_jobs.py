@@ -1,5 +1,5 @@
 """The read queue and the workspace on a tiny model: one read at a time, live progress, Cancel between chunks,
-Resume, failures with their reason, upload checks, settings validation."""
+Resume, failures with their reason, upload checks, settings validation (reads and answers)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from helpers import make_workspace, tiny_settings, wait_until
 from tiny_models import save_model_folder, write_notes
 
+from infinipot.app.ask.modes import AnswerSettings
 from infinipot.app.web.jobs import MemoryLog
+from infinipot.app.web.settings import AnswerChoices
 from infinipot.app.web.workspace import ReadSettings, safe_file_name
 from infinipot.core.config import NUC_UNITS
 
@@ -91,7 +93,7 @@ def test_a_failed_read_shows_its_reason_and_the_queue_goes_on(tmp_path, infinipo
         assert rows["notes.txt"]["status"].startswith("failed: pot of 16 entries has no room to read")
         assert rows["other.txt"]["state"] == "ready"
         with pytest.raises(ValueError, match="is not ready"):
-            workspace.ask(rows["notes.txt"]["doc_id"], "Anything?", 8, None)
+            workspace.ask(rows["notes.txt"]["doc_id"], "Anything?", {"max_new_tokens": 8}, None)
     finally:
         workspace.close()
 
@@ -146,6 +148,21 @@ def test_valid_settings_are_described():
     assert NUC_UNITS[0] == ReadSettings().nuc_unit  # the Settings tab preselects the first unit
     per_word = ReadSettings(nuc_unit="word")
     assert per_word.pot_config().nuc_unit == "word" and "NuC ratio 0.5 per word" in per_word.describe()
+
+
+def test_answer_choices_default_to_the_services_settings_and_are_described():
+    assert AnswerChoices().answer_settings() == AnswerSettings()  # the defaults are the service's, not retyped
+    text = AnswerChoices().describe()
+    assert text.startswith("Answers are valid: from the memory pot plus the passages of the document it points to")
+    assert "up to 768 tokens of passages" in text and "greedy" in text and "stop when they repeat" in text
+    # As the form gives them: floats from number fields, a cleared field refused with its name.
+    form = AnswerChoices(max_new_tokens=64.0, answer_from="focus", focus_entries=512.0, temperature=0.7, seed=3.0)
+    settings = form.answer_settings()
+    assert (settings.answer_from, settings.focus_entries, settings.decoding.seed) == ("focus", 512, 3)
+    assert settings.decoding.max_new_tokens == 64 and settings.decoding.temperature == 0.7
+    assert "a question-focused copy of the memory pot (512 entries)" in form.describe()
+    assert "sampled at temperature 0.7, top-p 1, seed 3" in form.describe()
+    assert "may repeat themselves" in AnswerChoices(answer_from="pot", stop_on_repeat=False).describe()
 
 
 def test_uploaded_names_cannot_escape_the_upload_folder():

@@ -1,15 +1,24 @@
-"""The app's question features without a browser: the re-read queued in the read queue with both answers side by
-side, and a question across ready documents, through the workspace and the Gradio handlers."""
+"""The Chat tab's features without a browser, through the workspace and the Gradio handlers: the Settings tab's
+answer choices reaching the service, summaries with their progress (stored, made anew, stopped), the re-read
+queued in the read queue with both answers side by side, and a question across ready documents."""
 
 from __future__ import annotations
 
+import re
+import threading
+from dataclasses import fields
+
 import gradio as gr
 import pytest
-from helpers import make_workspace, tiny_settings
+from helpers import answer_args, make_workspace, tiny_settings, wait_until
 from tiny_models import write_notes
 
 from infinipot.app.web.page import build_app
+from infinipot.app.web.page.handlers import ANSWER_NAMES, Handlers
 from infinipot.app.web.page.questions import QuestionFeatures
+from infinipot.app.web.settings import AnswerChoices
+from infinipot.core.decoding import DecodingConfig
+from infinipot.core.summary import SummaryConfig
 
 QUESTION = "What does the fox do?"
 
@@ -37,7 +46,7 @@ def test_reread_goes_through_the_queue_keeps_the_general_pot_and_is_reused(works
     assert row["ready"] and row["pot_entries"] == doc["pots"][0]["entries"]
     assert workspace.service.read_log(first)["settings"]["cap_mode"] == "general"  # memory view: the general read
 
-    general, question_aware = desk.side_by_side(first, QUESTION, 6)
+    general, question_aware = desk.side_by_side(first, QUESTION, {"max_new_tokens": 6})
     stored = workspace.service.open_pot(first)
     assert stored.engine.config.cap_mode == "general"
     assert "".join(general) == "".join(stored.engine.answer(stored.pot, QUESTION, 6))
@@ -49,31 +58,35 @@ def test_reread_goes_through_the_queue_keeps_the_general_pot_and_is_reused(works
 
 def test_reread_handler_streams_both_answers_and_reports_user_errors(workspace):
     features = QuestionFeatures(workspace, poll_seconds=0.05)
-    updates = list(features.reread(workspace.doc_ids[1], "Who is lazy?", 5))
+    updates = list(features.reread(workspace.doc_ids[1], "Who is lazy?", *answer_args(max_new_tokens=5)))
     assert any("Reading again" in update[0] for update in updates)
     status, general, question_aware = updates[-1]
     assert "read now" in status
     assert general.startswith("**General pot**") and question_aware.startswith("**Question-aware pot (read now)**")
     with pytest.raises(gr.Error, match="type a question first"):
-        list(features.reread(workspace.doc_ids[1], "  ", 5))
+        list(features.reread(workspace.doc_ids[1], "  ", *answer_args(max_new_tokens=5)))
+    with pytest.raises(gr.Error) as refused:
+        list(features.reread(workspace.doc_ids[0], QUESTION, *answer_args(seed=-1)))
+    assert refused.value.message == "seed must be a non-negative whole number, got -1"
+    assert workspace.reads.latest(workspace.doc_ids[0]).request.config.cap_mode == "general"  # no re-read queued
 
 
 def test_ask_across_ready_documents_names_both_and_needs_two(workspace):
     desk = workspace.questions
     assert sorted(doc_id for _, doc_id in desk.ready_documents()) == sorted(workspace.doc_ids)
-    pieces, merge = desk.ask_across(workspace.doc_ids, QUESTION, 6)
+    pieces, merge = desk.ask_across(workspace.doc_ids, QUESTION, {"max_new_tokens": 6})
     assert merge["citations"] == []  # filled once the answer is complete
     "".join(pieces)
     assert merge["citations"] and {c["document"] for c in merge["citations"]} <= set(workspace.doc_ids)
     assert all(c["label"].startswith(("first.txt, line", "second.txt, line")) for c in merge["citations"])
     assert [doc["doc_id"] for doc in merge["documents"]] == workspace.doc_ids
     assert merge["peak_entries"] <= merge["pot_size"] == 128 and merge["reused"] is False
-    assert desk.ask_across(workspace.doc_ids, QUESTION, 6)[1]["reused"] is True
+    assert desk.ask_across(workspace.doc_ids, QUESTION, {"max_new_tokens": 6})[1]["reused"] is True
     with pytest.raises(ValueError, match="at least two"):
-        desk.ask_across(workspace.doc_ids[:1], QUESTION, 6)
+        desk.ask_across(workspace.doc_ids[:1], QUESTION, {"max_new_tokens": 6})
 
     features = QuestionFeatures(workspace)
-    text = list(features.ask_across(workspace.doc_ids, QUESTION, 6))[-1]
+    text = list(features.ask_across(workspace.doc_ids, QUESTION, *answer_args(max_new_tokens=6)))[-1]
     assert "first.txt" in text and "second.txt" in text and "Sources: " in text
     update = features.ready_choices([workspace.doc_ids[0], "gone"])
     assert update["value"] == [workspace.doc_ids[0]]
@@ -90,15 +103,178 @@ def test_the_page_wires_the_question_features_and_stop_cancels_them(infinipot_ho
     def elem_ids(components):
         return [component.elem_id for component in components]
 
-    reread, across = events["reread"], events["ask_across"]
+    answers = [
+        "ip-answer-length",
+        "ip-answer-from",
+        "ip-evidence-tokens",
+        "ip-focus-entries",
+        "ip-temperature",
+        "ip-top-p",
+        "ip-seed",
+        "ip-stop-on-repeat",
+    ]
+    assert [name.replace("_", "-") for name in ANSWER_NAMES] == [
+        "max-new-tokens",
+        *(elem_id.removeprefix("ip-") for elem_id in answers[1:]),
+    ]
+    reread, across, ask = events["reread"], events["ask_across"], events["ask"]
     assert (type(reread.fn.__self__), reread.fn.__name__) == (QuestionFeatures, "reread")
-    assert elem_ids(reread.inputs) == ["ip-document", "ip-question", "ip-answer-length"]
+    assert elem_ids(reread.inputs) == ["ip-document", "ip-question", *answers]
     assert elem_ids(reread.outputs) == ["ip-reread-status", "ip-general-answer", "ip-question-answer"]
     assert (type(across.fn.__self__), across.fn.__name__) == (QuestionFeatures, "ask_across")
-    assert elem_ids(across.inputs) == ["ip-across-docs", "ip-question", "ip-answer-length"]
+    assert elem_ids(across.inputs) == ["ip-across-docs", "ip-question", *answers]
     assert elem_ids(across.outputs) == ["ip-across-answer"]
-    assert reread.concurrency_id == across.concurrency_id == events["ask"].concurrency_id  # one model at a time
+    assert elem_ids(ask.inputs) == ["ip-document", "ip-question", None, *answers]  # None: the chat's state
+    for name in ("summarize", "summarize_new"):
+        assert elem_ids(events[name].inputs) == ["ip-document", *answers]
+        assert elem_ids(events[name].outputs) == ["ip-summary-status", "ip-summary"]
+    assert reread.concurrency_id == across.concurrency_id == ask.concurrency_id  # one model at a time
+    assert events["summarize"].concurrency_id == events["summarize_new"].concurrency_id == ask.concurrency_id
 
     stop_button = next(id_ for id_, block in blocks.blocks.items() if block.elem_id == "ip-stop")
     cancelled = {i for fn in blocks.fns.values() if (stop_button, "click") in fn.targets for i in fn.cancels or []}
-    assert {reread._id, across._id, events["ask"]._id, events["summarize"]._id} <= cancelled
+    summaries = {events["summarize"]._id, events["summarize_new"]._id}
+    assert {reread._id, across._id, ask._id, *summaries} <= cancelled
+
+    # Every answer setting is checked as the user types, into the Answers group's notice.
+    notice = next(id_ for id_, block in blocks.blocks.items() if block.elem_id == "ip-answers-notice")
+    checked = {
+        blocks.blocks[target].elem_id
+        for fn in blocks.fns.values()
+        if fn.outputs and [o._id for o in fn.outputs] == [notice]
+        for target, _ in fn.targets
+    }
+    assert checked == set(answers)
+
+
+# -- the Settings tab's answer choices -----------------------------------------------------------------------
+def test_answer_names_are_the_fields_of_answer_choices():
+    assert ANSWER_NAMES == tuple(f.name for f in fields(AnswerChoices))
+
+
+def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(workspace, monkeypatch):
+    handlers, doc_id = Handlers(workspace), workspace.doc_ids[0]
+    asked = []
+    service_ask = workspace.service.ask
+
+    def spy(doc, question, settings=None, *args, **kwargs):
+        asked.append(settings)
+        return service_ask(doc, question, settings, *args, **kwargs)
+
+    monkeypatch.setattr(workspace.service, "ask", spy)
+    chat = {"doc_id": doc_id, "conversation_id": None}
+    sampled = dict(max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False)
+    for values in (
+        answer_args(answer_from="pot", **sampled),
+        answer_args(answer_from="focus", focus_entries=32, max_new_tokens=5),
+        answer_args(answer_from="evidence", evidence_tokens=100, max_new_tokens=5),
+    ):
+        *_, (history, _, chat, _) = handlers.ask(doc_id, QUESTION, chat, *values)
+
+    assert [s.answer_from for s in asked] == ["pot", "focus", "evidence"]
+    assert asked[0].decoding == DecodingConfig(
+        max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False
+    )
+    assert asked[1].focus_entries == 32 and asked[2].evidence.budget_tokens == 100
+    # Recorded with each answer: the service's own record of the mode it answered in.
+    records = workspace.service.messages(chat["conversation_id"])
+    assert [m["meta"]["answer_from"] for m in records[1::2]] == ["pot", "focus", "evidence"]
+    assert [m["answer_from"] for m in workspace.messages(chat["conversation_id"])[1::2]] == ["pot", "focus", "evidence"]
+    # The pot-mode answer is the engine's, sampled with exactly the chosen settings (seeded: reproducible).
+    stored = workspace.service.open_pot(doc_id)
+    expected = "".join(stored.engine.answer(stored.pot, QUESTION, asked[0].decoding)).strip()
+    assert records[1]["content"] == expected
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"temperature": -0.5}, "temperature must be 0 (greedy) or a positive number, got -0.5"),
+        ({"temperature": None}, "temperature must be a number, got None"),
+        ({"top_p": 0}, "top_p must be above 0 and at most 1, got 0.0"),
+        ({"seed": 2.5}, "seed must be a whole number, got 2.5"),
+        ({"evidence_tokens": 0}, "evidence budget must be at least 1 token, got 0"),
+        ({"focus_entries": 1}, "focus must be a whole number of entries above 1, got 1"),
+        ({"max_new_tokens": "long"}, "answer length must be a whole number, got 'long'"),
+        ({"answer_from": "memory"}, "answer from must be one of evidence, pot, focus, got 'memory'"),
+    ],
+)
+def test_bad_answer_settings_get_one_line_as_typed_and_refuse_to_answer(infinipot_home, changes, message):
+    workspace = make_workspace(infinipot_home)  # nothing is read: the settings are refused first
+    try:
+        handlers = Handlers(workspace)
+        assert handlers.check_answers(*answer_args(**changes)) == f"Not valid: {message}"
+        refusals = [
+            lambda values: handlers.ask("any", QUESTION, {}, *values),
+            lambda values: handlers.summarize("any", *values),
+            lambda values: handlers.new_summary("any", *values),
+            lambda values: QuestionFeatures(workspace).ask_across(["any", "other"], QUESTION, *values),
+            lambda values: QuestionFeatures(workspace).reread("any", QUESTION, *values),
+        ]
+        for refuse in refusals:
+            with pytest.raises(gr.Error) as refused:
+                list(refuse(answer_args(**changes)))
+            assert refused.value.message == message  # one line, before the document is even looked at
+    finally:
+        workspace.close()
+
+
+# -- summaries -----------------------------------------------------------------------------------------------
+@pytest.fixture
+def small_parts(workspace, monkeypatch):
+    """Summaries of the tiny documents in parts of one span each (blocks of 64 tokens), so there are several."""
+    summarize = workspace.service.summarize
+    config = SummaryConfig(span_tokens=256, block_tokens=64, part_new_tokens=3)
+    monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: summarize(*a, config=config, **k))
+
+
+def stored_summary(workspace, doc_id):
+    return workspace.service.library.files.load_summary(doc_id)["summary"]
+
+
+def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_another(
+    workspace, small_parts, monkeypatch
+):
+    handlers, doc_id = Handlers(workspace), workspace.doc_ids[0]
+    updates = list(handlers.summarize(doc_id, *answer_args(max_new_tokens=6)))
+    statuses = [status for status, _ in updates]
+    parts = [status for status in statuses if status.startswith("Summarizing part")]
+    n = int(re.fullmatch(r"Summarizing part 1 of (\d+)…", parts[0]).group(1))
+    assert n >= 2 and parts == [f"Summarizing part {k} of {n}…" for k in range(1, n + 1)]
+    assert statuses[0] == "Summarizing…" and statuses.index(parts[-1]) < statuses.index("Combining the parts…")
+    writing = [text for status, text in updates if status == "Writing the summary…"]
+    assert writing and statuses.index("Combining the parts…") < statuses.index("Writing the summary…")
+    assert all(text == "" for status, text in updates[: statuses.index("Writing the summary…")])
+    assert all(
+        a == b[: len(a)] for a, b in zip(writing, writing[1:], strict=False)
+    )  # streamed: each update extends the last
+    note, summary = updates[-1]
+    assert re.fullmatch(
+        rf"Summary made from {n} parts in [\d.,]+ s and stored: .*New summary makes a fresh one\.", note
+    )
+    assert summary == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
+
+    # A second click: the stored summary at once, no parts.
+    again = list(handlers.summarize(doc_id, *answer_args(max_new_tokens=6)))
+    assert [status for status, _ in again if "part" in status] == []
+    assert again[-1] == ("The stored summary of this document, shown at once. New summary makes a fresh one.", summary)
+
+    # New summary: made again, part by part, and stored in place of the first.
+    made = []
+    summarize = workspace.service.summarize
+    monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: made.append(k["new"]) or summarize(*a, **k))
+    anew = list(handlers.new_summary(doc_id, *answer_args(max_new_tokens=6, temperature=1.5, seed=3)))
+    assert made == [True] and f"Summarizing part {n} of {n}…" in [status for status, _ in anew]
+    assert anew[-1][0].startswith(f"Summary made from {n} parts in ")
+    assert anew[-1][1] == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
+
+
+def test_a_stopped_summary_ends_its_work_and_is_not_stored(workspace, small_parts):
+    doc_id = workspace.doc_ids[1]
+    stream = workspace.summarize(doc_id, {"max_new_tokens": 6})
+    assert next(stream) == ("status", "Summarizing…")
+    kind, status = next(stream)
+    assert kind == "status" and status.startswith("Summarizing part 1 of ")  # the first part has begun
+    stream.close()  # what the page's Stop does to the handler's stream
+    wait_until(lambda: not any(t.name == "infinipot-summary" for t in threading.enumerate()), timeout=120)
+    assert workspace.service.library.files.load_summary(doc_id) is None

@@ -1,5 +1,6 @@
-"""The Gradio app end to end through gradio_client on a tiny model: upload, read with progress, ask, summarize,
-visualization data, chat history after a restart, delete; a corrupt PDF gives an error and the app goes on."""
+"""The Gradio app end to end through gradio_client on a tiny model: upload, read with progress, ask (answer
+settings as the API's later arguments), summarize (stored, then made anew), visualization data, chat history after a
+restart, delete; a corrupt PDF gives an error and the app goes on."""
 
 from __future__ import annotations
 
@@ -87,9 +88,9 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         assert pot.endswith("/ 128") and disk.endswith("KB")
         assert "ready" in seen[-1] and f"{total:,} / {total:,} tokens (100%)" in seen[-1]
 
-        # Ask: the answer streams, and equals greedy decoding from the stored pot.
+        # Ask: the answer streams, and equals greedy decoding from the stored pot (answer from: the pot alone).
         question = "What does the fox do?"
-        job = client.submit(doc_id, question, 12, api_name="/ask")
+        job = client.submit(doc_id, question, 12, "pot", api_name="/ask")
         updates = list(job)
         history = job.result()[0]
         assert len(updates) >= 3
@@ -97,17 +98,29 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         assert message_text(history[0]) == question
         expected = expected_answer(workspace, doc_id, question, 12)
         assert answer_text(history[1]) == (expected or "(the model gave an empty answer)")
-        assert not expected or "*Sources: line " in message_text(history[1])  # a text document is cited by line
+        sources = re.search(r"\*Sources: (.*)\*", message_text(history[1]))
+        assert not expected or re.match(r'<span title="[^"]+">line \d', sources.group(1))  # cited by line, with text
 
-        # A follow-up lands in the same conversation.
-        history = client.predict(doc_id, "Who is lazy?", 8, api_name="/ask")[0]
+        # A follow-up lands in the same conversation; the API's later arguments are the Settings tab's answers
+        # (answer length, answer from, passages budget, focused size, temperature, top-p, seed, repeat stop).
+        history = client.predict(doc_id, "Who is lazy?", 8, "focus", 768, 32, 0.5, 0.9, 4, False, api_name="/ask")[0]
         assert [message_text(m) for m in history[::2]] == [question, "Who is lazy?"]
+        conversation = workspace.conversations(doc_id)[-1]["id"]
+        assert [m["answer_from"] for m in workspace.messages(conversation)[1::2]] == ["pot", "focus"]
+        with pytest.raises(AppError, match="evidence budget must be at least 1 token, got 0"):
+            client.predict(doc_id, "Who is lazy?", 8, "evidence", 0, api_name="/ask")
 
-        summary = client.predict(doc_id, 12, api_name="/summarize")
-        stored = workspace.service.open_pot(doc_id)
-        assert summary == (
-            "".join(stored.engine.summarize(stored.pot, 12)).strip() or "(the model gave an empty summary)"
+        # Summarize: made and stored, then the stored one at once; New summary makes another.
+        status, summary = client.predict(doc_id, 12, api_name="/summarize")
+        kept = workspace.service.library.files.load_summary(doc_id)
+        assert status.startswith("Summary made") and summary == (kept["summary"] or "(the model gave an empty summary)")
+        assert client.predict(doc_id, 12, api_name="/summarize") == (
+            "The stored summary of this document, shown at once. New summary makes a fresh one.",
+            summary,
         )
+        status, _ = client.predict(doc_id, 12, "pot", 768, 1024, 1.0, 1.0, 5, api_name="/summarize_new")
+        assert status.startswith("Summary made")  # made anew, not the stored one
+        stored = workspace.service.open_pot(doc_id)
 
         # What the model kept: one head, then all heads; the data agrees with the pot's provenance.
         outputs = client.predict(doc_id, 0, "0", 0, 200, "position", api_name="/kept")

@@ -88,6 +88,22 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         replace_value(browser, "#ip-keep-size input", "48")
         replace_value(browser, "#ip-answer-length input[type='number']", "16")
         wait_for(lambda: "|M| = 128, kept |C| = 48" in visible_text(browser, "#ip-settings-notice"), "settings", 60)
+        # Answers: from the memory pot alone (the answer is then compared with the engine's), checked as typed.
+        pot_alone = next(
+            label
+            for label in browser.find_elements(By.CSS_SELECTOR, "#ip-answer-from label")
+            if label.text.strip() == "The memory pot alone"
+        )
+        pot_alone.click()
+        replace_value(browser, "#ip-seed input", "-2")
+        wait_for(
+            lambda: "Not valid: seed must be" in visible_text(browser, "#ip-answers-notice"), "the seed refused", 60
+        )
+        replace_value(browser, "#ip-seed input", "0")
+        answers = wait_for(
+            lambda: (t := visible_text(browser, "#ip-answers-notice")) and "valid: from" in t and t, "ok"
+        )
+        assert "from the memory pot alone" in answers and "at most 16 tokens" in answers
 
         open_tab(browser, "Library")
         browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(notes))
@@ -147,3 +163,4 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         assert len(stopped) < len(normalized("".join(full)))
         conversation = workspace.conversations(doc_id)[-1]["id"]
         assert [m["content"] for m in workspace.messages(conversation)][::2] == [question]
+        assert workspace.messages(conversation)[1]["answer_from"] == "pot"  # as chosen in Settings

@@ -1,5 +1,6 @@
-"""Sources in the chat: every answer shows the places it cites, and clicking one under the latest answer opens
-"What the model kept" at that place (the handlers called directly, on a tiny model that attends to a needle)."""
+"""Sources in the chat: every answer shows the places it cites with the text it cites (quoted, and as hover text),
+and clicking one under the latest answer opens "What the model kept" at that place (the handlers called directly,
+on a tiny model that attends to a needle)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from helpers import (
     FILLER,
     NEEDLE_TOKEN,
+    answer_args,
     filler_pages,
     make_workspace,
     plant_needle,
@@ -39,14 +41,47 @@ def test_chat_message_shows_sources_and_offers_them_as_options():
             sources.source_token(bad)
 
 
+def test_cited_text_is_quoted_under_the_answer_and_is_the_hover_text_of_its_source():
+    long_text = "The storeroom safe opens with 4-7-1-9 <b>now</b>, said *Ada* [1]. " + "More words follow here. " * 20
+    citations = [
+        {"label": "line 12", "score": 0.5, "token": 930, "snippet": long_text},
+        {"label": "line 3", "score": 0.3, "token": 201, "snippet": "A short   line."},
+        {"label": "line 40", "score": 0.1, "token": 999, "snippet": "Not quoted: only the best two are."},
+        {"label": "line 7", "score": 0.1, "token": 77},  # stored before citations carried their text
+    ]
+    content = sources.chat_message("assistant", "It is 4-7-1-9.", citations)["content"]
+    answer, sources_line, quotes = content.split("\n\n")
+    assert answer == "It is 4-7-1-9."
+    assert sources_line.startswith('*Sources: <span title="The storeroom safe opens with 4-7-1-9 &lt;b&gt;now')
+    assert '<span title="A short line.">line 3 (30%)</span>' in sources_line
+    assert sources_line.endswith(" · line 7 (10%)*")  # no text, no hover
+    first, gap, second = quotes.split("\n")
+    assert first.startswith(
+        "> **line 12** “The storeroom safe opens with 4-7-1-9 &lt;b&gt;now&lt;/b&gt;, said \\*Ada\\* \\[1\\]."
+    )
+    assert first.endswith("…”") and len(first) < 240  # a long passage is cut at a word
+    assert gap == ">" and second == "> **line 3** “A short line.”"
+    assert "Not quoted" not in quotes and "Not quoted" in sources_line  # the third source: hover text only
+
+
 @pytest.fixture
-def needle_workspace(tmp_path, infinipot_home):
+def needle_pdf(tmp_path):
     model_dir = save_attending_model_folder(tmp_path / "attending-llama", NEEDLE_TOKEN)
     pages = plant_needle(filler_pages(FILLER, pages=5, words_per_page=30), NEEDLE_PAGE, "The passkey is 12345.")
-    pdf = write_pdf(tmp_path / "needle.pdf", pages)
+    return write_pdf(tmp_path / "needle.pdf", pages), model_dir
+
+
+def read_needle(infinipot_home, needle_pdf, pot_size: int = 128):
+    pdf, model_dir = needle_pdf
     workspace = make_workspace(infinipot_home)
-    doc_id = workspace.add_files([str(pdf)], tiny_settings(model_dir))[0]["doc_id"]
+    doc_id = workspace.add_files([str(pdf)], tiny_settings(model_dir, pot_size=pot_size))[0]["doc_id"]
     wait_until(lambda: workspace.library()[0]["ready"], timeout=180)
+    return workspace, doc_id
+
+
+@pytest.fixture
+def needle_workspace(infinipot_home, needle_pdf):
+    workspace, doc_id = read_needle(infinipot_home, needle_pdf)
     yield workspace, doc_id
     workspace.close()
 
@@ -54,12 +89,16 @@ def needle_workspace(tmp_path, infinipot_home):
 def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspace):
     workspace, doc_id = needle_workspace
     handlers = Handlers(workspace)
-    *_, last = handlers.ask(doc_id, "What is the passkey?", 4, {"doc_id": doc_id, "conversation_id": None})
+    chat = {"doc_id": doc_id, "conversation_id": None}
+    *_, last = handlers.ask(doc_id, "What is the passkey?", chat, *answer_args(max_new_tokens=4, answer_from="pot"))
     history = last[0]
     answer = history[-1]
-    assert answer["role"] == "assistant" and f"Sources: page {NEEDLE_PAGE} (" in answer["content"]
+    assert answer["role"] == "assistant" and answer["content"].count("*Sources: ") == 1
+    assert f'<span title="The passkey is 12345.">page {NEEDLE_PAGE} (' in answer["content"]
     option = answer["options"][0]
     assert option["label"].startswith(f"page {NEEDLE_PAGE} (")
+    # The answer's attention pointed at the needle: the sentence around it is quoted under the answer.
+    assert f"> **page {NEEDLE_PAGE}** “" in answer["content"] and "The passkey is 12345." in answer["content"]
 
     start, tabs = handlers.open_source(gr.SelectData(None, {"index": 0, "value": option["value"]}), doc_id)
     assert tabs["selected"] == KEPT_TAB
@@ -74,3 +113,24 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
 
     with pytest.raises(gr.Error, match="outside the document"):
         handlers.open_source(gr.SelectData(None, {"index": 0, "value": "999999"}), doc_id)
+
+
+def test_evidence_answers_cite_and_quote_the_passage_they_read(infinipot_home, needle_pdf):
+    # A pot of 256 entries leaves room beside |C| = 48 for a passage: the attending model's question points at
+    # the needle, whose sentence is read into the answer's context and cited with its text.
+    workspace, doc_id = read_needle(infinipot_home, needle_pdf, pot_size=256)
+    try:
+        handlers = Handlers(workspace)
+        chat = {"doc_id": doc_id, "conversation_id": None}
+        values = answer_args(max_new_tokens=4, answer_from="evidence", evidence_tokens=64)
+        *_, (history, _, chat, _) = handlers.ask(doc_id, "What is the passkey?", chat, *values)
+        answer = history[-1]
+        _, record = workspace.service.messages(chat["conversation_id"])
+        assert record["meta"]["answer_from"] == "evidence"
+        citations = record["meta"]["citations"]
+        assert citations and citations[0]["label"] == f"page {NEEDLE_PAGE}"
+        assert "The passkey is 12345." in citations[0]["snippet"]
+        assert f'<span title="{citations[0]["snippet"]}">page {NEEDLE_PAGE} (' in answer["content"]
+        assert f"> **page {NEEDLE_PAGE}** “{citations[0]['snippet'][:40]}" in answer["content"]
+    finally:
+        workspace.close()

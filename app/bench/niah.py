@@ -23,6 +23,7 @@ from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
+from infinipot.core.evidence import EvidenceConfig, find_evidence
 from infinipot.core.pot import Pot
 from infinipot.core.scorers import make_scorer
 
@@ -47,6 +48,8 @@ class NiahSettings:
     cap: str = "general"
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
     focus: int | None = None
+    # Also answer every trial in answer mode `evidence`: the pot plus the document spans the question points to.
+    evidence: bool = False
     nuc_unit: str = PotConfig.nuc_unit  # validated by PotConfig, which main() builds for every method first
     # The remaining suspects the issue names for a missed key, for ablations: alpha, sinks and CR-RoPE.
     nuc_ratio: float = PotConfig.nuc_ratio
@@ -92,12 +95,16 @@ class NiahSettings:
             # only when not the default, so folders written before this setting existed still resume
             **({"cap": self.cap} if self.cap != "general" else {}),
             **({"focus": self.focus} if self.focus is not None else {}),
+            **({"evidence": True} if self.evidence else {}),
             # recorded unless "word": folders written before the setting existed were read per word
             **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
             **({"nuc_ratio": self.nuc_ratio} if self.nuc_ratio != PotConfig.nuc_ratio else {}),
             **({"sinks": self.sinks} if self.sinks != PotConfig.min_sink_tokens else {}),
             **({"cr_rope": False} if not self.cr_rope else {}),
         }
+
+    def evidence_label(self, method: str) -> str:
+        return f"{method}+evidence"
 
     def focus_label(self, method: str) -> str:
         """The report's name for a method's focused answers."""
@@ -200,7 +207,28 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
             "focus_found": found_key(answer, trial.key),
             "focus_entries": focused.answer_entries,
         }
+    if settings.evidence:  # the same pot, plus the spans of the document the question's attention ranks best
+        fetch = lambda start, end: trial.document[start:end]  # noqa: E731
+        spans = find_evidence(
+            engine, pot, QUESTION, len(trial.document), fetch, EvidenceConfig(), settings.max_new_tokens
+        )
+        cited = AnswerStats()
+        evidence = [span.ids for span in spans]
+        answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, cited, evidence=evidence)).strip()
+        outcome |= {
+            "evidence_answer": answer,
+            "evidence_found": found_key(answer, trial.key),
+            "evidence_tokens": sum(len(span) for span in spans),
+            "evidence_holds_key": any(_holds(span.ids, trial) for span in spans),
+            "evidence_ttft_seconds": round(cited.ttft_seconds or 0.0, 3),
+        }
     return outcome
+
+
+def _holds(ids: tuple[int, ...], trial: PasskeyTrial) -> bool:
+    """Whether a span's tokens contain the whole key (its first occurrence's token ids in a row)."""
+    key_ids = [trial.document[i] for i in trial.key_tokens[0]]
+    return any(list(ids[i : i + len(key_ids)]) == key_ids for i in range(len(ids) - len(key_ids) + 1))
 
 
 def key_kept(pot: Pot, occurrences: list[list[int]]) -> float:
@@ -254,6 +282,8 @@ def _shown(outcome: dict) -> str:
     shown = "found" if outcome["found"] else "missed"
     if "focus_found" in outcome:
         shown += ", focused: " + ("found" if outcome["focus_found"] else "missed")
+    if "evidence_found" in outcome:
+        shown += ", evidence: " + ("found" if outcome["evidence_found"] else "missed")
     return shown
 
 
@@ -267,6 +297,13 @@ def write_reports(settings: NiahSettings, records: list[dict]) -> list[Path]:
             {**r, "method": settings.focus_label(r["method"]), "found": r["focus_found"], "answer": r["focus_answer"]}
             for r in records
             if "focus_found" in r
+        ]
+    if settings.evidence:  # so are answers with evidence
+        labels += [settings.evidence_label(m) for m in settings.methods]
+        records = records + [
+            {**r, "method": settings.evidence_label(r["method"]), "found": r["evidence_found"]}
+            for r in records
+            if "evidence_found" in r
         ]
     summary = report.niah_summary(records, labels, settings.lengths, settings.depths)
     paths = [
@@ -299,6 +336,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also answer each trial from its pot distilled to this many entries with the question (as ask --focus)",
     )
     parser.add_argument(
+        "--evidence",
+        action="store_true",
+        help="also answer each trial with evidence spans (ask --answer-from evidence)",
+    )
+    parser.add_argument(
         "--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS, help="what NuC scores (as in `read`)"
     )
     parser.add_argument(
@@ -325,6 +367,7 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         device=args.device,
         cap=args.cap,
         focus=args.focus,
+        evidence=args.evidence,
         nuc_unit=args.nuc_unit,
         nuc_ratio=args.nuc_ratio,
         sinks=args.sinks,

@@ -85,6 +85,12 @@ def niah_table(cells: list[dict], settings, labels) -> str:
             "with the question as catalyst (`ask --focus`)."
             if settings.focus is not None
             else "."
+        )
+        + (
+            " `+evidence`: the same pots answered with the document spans the question's attention over the pot "
+            "ranks best, read verbatim after the pot (`ask --answer-from evidence`)."
+            if settings.evidence
+            else ""
         ),
         "",
         *_grid(cells, labels, settings.lengths, lambda mine: "/".join(map(_cell_text, mine)) + _mean_text(mine)),

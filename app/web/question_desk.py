@@ -7,10 +7,11 @@ The Gradio handlers reach this through `Workspace.questions`; it calls the servi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from infinipot.app.service import DocumentService
 from infinipot.app.web.jobs import ACTIVE, DONE, ReadQueue, ReadRequest
-from infinipot.app.web.settings import whole_number
+from infinipot.app.web.settings import AnswerChoices, answer_choices
 
 
 class QuestionDesk:
@@ -57,15 +58,19 @@ class QuestionDesk:
         message = "" if ok or not finished else (snapshot["error"] or f"the read was {snapshot['status']}")
         return {"finished": finished, "ok": ok, "fraction": snapshot["fraction"], "message": message}
 
-    def side_by_side(self, doc_id: str, question: str, max_new_tokens: int) -> tuple[Iterator[str], Iterator[str]]:
-        """(general pot's answer, question-aware pot's answer) as streams; call once the re-read is done."""
+    def side_by_side(
+        self, doc_id: str, question: str, answer: dict | AnswerChoices
+    ) -> tuple[Iterator[str], Iterator[str]]:
+        """(general pot's answer, question-aware pot's answer) as streams; call once the re-read is done.
+
+        The two pots are compared as they are: both answer from the pot alone, whatever the chosen answer
+        mode, with the chosen decoding (answer length, temperature, top-p, seed, repeat stop).
+        """
         question = _question(question)
+        settings = replace(answer_choices(answer).answer_settings(), answer_from="pot")
         doc_id = self.ready(doc_id)
-        length = _answer_length(max_new_tokens)
-        general, _, _ = self.service.ask(doc_id, question, max_new_tokens=length, record=False)
-        return general, self._later(
-            lambda: self.service.reread_for_question(doc_id, question, max_new_tokens=length)[0]
-        )
+        general, _, _ = self.service.ask(doc_id, question, settings, record=False)
+        return general, self._later(lambda: self.service.reread_for_question(doc_id, question, settings.decoding)[0])
 
     @staticmethod
     def _later(start) -> Iterator[str]:
@@ -73,13 +78,15 @@ class QuestionDesk:
         yield from start()
 
     # -- questions across documents ----------------------------------------------------------------
-    def ask_across(self, doc_ids: list[str], question: str, max_new_tokens: int) -> tuple[Iterator[str], dict]:
-        """(answer pieces, the merged pot's documents and sizes) for two or more ready documents."""
+    def ask_across(self, doc_ids: list[str], question: str, answer: dict | AnswerChoices) -> tuple[Iterator[str], dict]:
+        """(answer pieces, the merged pot's documents and sizes) for two or more ready documents, with the chosen
+        decoding (the merged pot answers alone: answer modes are for one document)."""
         question = _question(question)
+        decoding = answer_choices(answer).answer_settings().decoding  # every setting checked, as for one document
         chosen = [self.ready(doc_id) for doc_id in doc_ids or []]
         if len(set(chosen)) < 2:
             raise ValueError("choose at least two ready documents to ask across")
-        pieces, stats = self.service.ask_across(chosen, question, max_new_tokens=_answer_length(max_new_tokens))
+        pieces, stats = self.service.ask_across(chosen, question, decoding)
         merge = {
             "documents": stats.documents,
             "entries": stats.merged_entries,
@@ -95,7 +102,3 @@ def _question(question: str | None) -> str:
     if not (question or "").strip():
         raise ValueError("type a question first")
     return question.strip()
-
-
-def _answer_length(value) -> int:
-    return whole_number("answer length", value)

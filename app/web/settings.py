@@ -1,12 +1,17 @@
-"""What the Settings tab chooses for the next reads, validated before anything is queued."""
+"""What the Settings tab chooses: the next reads (ReadSettings), validated before anything is queued, and the next
+answers and summaries (AnswerChoices), validated before anything is asked."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.core.config import PotConfig
+from infinipot.core.decoding import DecodingConfig
+from infinipot.core.evidence import EvidenceConfig
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -65,11 +70,93 @@ class ReadSettings:
         )
 
 
+_ANSWERS = AnswerSettings()
+_DECODING = _ANSWERS.decoding
+
+# What each answer mode means, in plain words (the Settings tab and describe() say it).
+MODE_WORDS = {
+    "evidence": "the memory pot plus the passages of the document it points to",
+    "pot": "the memory pot alone",
+    "focus": "a question-focused copy of the memory pot",
+}
+
+
+@dataclass(frozen=True)
+class AnswerChoices:
+    """The Answers group of the Settings tab as the form gives it (numbers may come as floats, or None when a
+    field is cleared); answer_settings() turns it into the service's AnswerSettings. The defaults are
+    AnswerSettings' own, read from there, not typed again; the n-gram ban is not offered and keeps its default."""
+
+    max_new_tokens: int = _DECODING.max_new_tokens
+    answer_from: str = _ANSWERS.answer_from
+    evidence_tokens: int = _ANSWERS.evidence.budget_tokens
+    focus_entries: int = _ANSWERS.focus_entries
+    temperature: float = _DECODING.temperature
+    top_p: float = _DECODING.top_p
+    seed: int = _DECODING.seed
+    stop_on_repeat: bool = _DECODING.stop_on_repeat
+
+    def decoding(self) -> DecodingConfig:
+        """How the answer's tokens are chosen and when it ends; ValueError with one line for a bad value."""
+        return DecodingConfig(
+            max_new_tokens=whole_number("answer length", self.max_new_tokens),
+            temperature=number("temperature", self.temperature),
+            top_p=number("top-p", self.top_p),
+            seed=whole_number("seed", self.seed),
+            stop_on_repeat=bool(self.stop_on_repeat),
+        )
+
+    def answer_settings(self) -> AnswerSettings:
+        """The service's settings for the next answers; ValueError with one line for a bad value."""
+        if self.answer_from not in ANSWER_MODES:
+            raise ValueError(f"answer from must be one of {', '.join(ANSWER_MODES)}, got {self.answer_from!r}")
+        decoding = self.decoding()
+        return AnswerSettings(
+            answer_from=self.answer_from,
+            focus_entries=whole_number("focused copy size", self.focus_entries),
+            decoding=decoding,
+            evidence=EvidenceConfig(budget_tokens=whole_number("passages budget", self.evidence_tokens)),
+        )
+
+    def describe(self) -> str:
+        settings = self.answer_settings()
+        decoding = settings.decoding
+        source = MODE_WORDS[settings.answer_from]
+        if settings.answer_from == "evidence":
+            source += f" (up to {settings.evidence.budget_tokens:,} tokens of passages)"
+        elif settings.answer_from == "focus":
+            source += f" ({settings.focus_entries:,} entries)"
+        if decoding.sampling:
+            picking = f"sampled at temperature {decoding.temperature:g}, top-p {decoding.top_p:g}, seed {decoding.seed}"
+        else:
+            picking = "the most likely word each time (greedy)"
+        ending = "stop when they repeat themselves" if decoding.stop_on_repeat else "may repeat themselves"
+        return (
+            f"Answers are valid: from {source}; {picking}; at most {decoding.max_new_tokens:,} tokens; they {ending}. "
+            "They apply to the next questions and summaries."
+        )
+
+
+def answer_choices(answer: dict | AnswerChoices) -> AnswerChoices:
+    """The form's answer values (keys of AnswerChoices) as AnswerChoices; AnswerChoices as they are."""
+    return answer if isinstance(answer, AnswerChoices) else AnswerChoices(**answer)
+
+
+def number(name: str, value) -> float:
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(result):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return result
+
+
 def whole_number(name: str, value) -> int:
     try:
-        number = float(value)
+        result = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a whole number, got {value!r}") from None
-    if number != int(number):
+    if not math.isfinite(result) or result != int(result):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return int(number)
+    return int(result)

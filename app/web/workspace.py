@@ -8,12 +8,16 @@ IngestError or InfiniPotError with a one-line message (app.errors.USER_ERRORS).
 from __future__ import annotations
 
 import logging
+import queue
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
+from infinipot.app.ask.modes import ANSWER_MODES
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.library.general_pot import latest_general_entry
 from infinipot.app.read.follow import LogFollower
@@ -21,7 +25,7 @@ from infinipot.app.service import DocumentService
 from infinipot.app.web import kept_view
 from infinipot.app.web.jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
 from infinipot.app.web.question_desk import QuestionDesk
-from infinipot.app.web.settings import ReadSettings, whole_number
+from infinipot.app.web.settings import MODE_WORDS, AnswerChoices, ReadSettings, answer_choices, whole_number
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.scorers import METHODS
 from infinipot.ingest import open_document
@@ -125,8 +129,12 @@ class Workspace:
         """A sentence describing valid settings (keys of ReadSettings); ValueError for invalid ones."""
         return ReadSettings(**settings).describe()
 
+    def check_answers(self, answer: dict | AnswerChoices) -> str:
+        """A sentence describing valid answer settings (keys of AnswerChoices); ValueError for invalid ones."""
+        return answer_choices(answer).describe()
+
     def setting_choices(self) -> dict:
-        """The Settings tab's choices and its defaults (PotConfig's)."""
+        """The Settings tab's choices and its defaults (PotConfig's for reads, AnswerSettings' for answers)."""
         defaults = PotConfig()
         return {
             "methods": list(METHODS),
@@ -140,6 +148,8 @@ class Workspace:
                 "method": defaults.method,
                 "nuc_unit": defaults.nuc_unit,
             },
+            "answer_modes": [(MODE_WORDS[mode][0].upper() + MODE_WORDS[mode][1:], mode) for mode in ANSWER_MODES],
+            "answer_defaults": asdict(AnswerChoices()),
         }
 
     def add_files(self, paths: list[str], settings: dict) -> list[dict]:
@@ -271,29 +281,78 @@ class Workspace:
         return self.service.conversations(doc_id) if doc_id else []
 
     def messages(self, conversation_id: int | None) -> list[dict]:
+        """The conversation's messages: role, content, and for answers the citations and the answer mode."""
         if conversation_id is None:
             return []
         return [
-            {"role": m["role"], "content": m["content"], "citations": (m["meta"] or {}).get("citations", [])}
+            {
+                "role": m["role"],
+                "content": m["content"],
+                "citations": (m["meta"] or {}).get("citations", []),
+                "answer_from": (m["meta"] or {}).get("answer_from"),
+            }
             for m in self.service.messages(conversation_id)
         ]
 
-    def ask(self, doc_id: str, question: str, max_new_tokens: int, conversation_id: int | None):
-        """(answer pieces, stats); stats.conversation_id names the conversation once the answer is complete."""
+    def ask(self, doc_id: str, question: str, answer: dict | AnswerChoices, conversation_id: int | None):
+        """(answer pieces, stats) with the Settings tab's answer choices (keys of AnswerChoices);
+        stats.conversation_id names the conversation once the answer is complete."""
         if not (question or "").strip():
             raise ValueError("type a question first")
+        settings = answer_choices(answer).answer_settings()
         doc_id = self._ready(doc_id)
-        length = whole_number("answer length", max_new_tokens)
-        pieces, stats, _ = self.service.ask(
-            doc_id, question.strip(), conversation_id=conversation_id, max_new_tokens=length
-        )
+        pieces, stats, _ = self.service.ask(doc_id, question.strip(), settings, conversation_id=conversation_id)
         return pieces, stats
 
-    def summarize(self, doc_id: str, max_new_tokens: int) -> Iterator[str]:
-        pieces, _ = self.service.summarize(
-            self._ready(doc_id), max_new_tokens=whole_number("answer length", max_new_tokens)
-        )
-        return pieces
+    def summarize(self, doc_id: str, answer: dict | AnswerChoices, new: bool = False) -> Iterator[tuple[str, str]]:
+        """The document's summary as it is made, as (kind, text) pairs: ("status", line) before the work and
+        before each part ("Summarizing part 2 of 5…", "Combining the parts…"), ("piece", text) for each piece
+        of the summary, and a last ("done", line) saying how it was made. The stored summary comes at once
+        as one piece; `new` asks for a fresh one. Settings and the document are checked before it starts."""
+        decoding = answer_choices(answer).answer_settings().decoding  # every setting checked, as for questions
+        return self._summary_updates(self._ready(doc_id), decoding, new)
+
+    def _summary_updates(self, doc_id: str, decoding, new: bool) -> Iterator[tuple[str, str]]:
+        """Summarize in a thread, so the parts' progress (reported inside one step of the service's stream)
+        reaches the page while the work goes on. Closing this stream (Stop) ends the work at the next part or
+        piece, and a stopped summary is not stored."""
+        updates: queue.Queue = queue.Queue()
+        stopped = threading.Event()
+        parts: list[int] = []
+        started = time.perf_counter()
+
+        def on_part(k: int, n: int) -> None:
+            if stopped.is_set():
+                raise _SummaryStopped
+            parts[:] = [n]
+            updates.put(("status", f"Summarizing part {k} of {n}…" if k <= n else "Combining the parts…"))
+
+        def work() -> None:
+            try:
+                pieces, stats = self.service.summarize(doc_id, decoding, new=new, on_part=on_part)
+                for piece in pieces:
+                    if stopped.is_set():
+                        getattr(pieces, "close", lambda: None)()  # a new summary ends unstored
+                        return
+                    updates.put(("piece", piece))
+                updates.put(("done", _summary_note(stats.reused_summary, parts, time.perf_counter() - started)))
+            except _SummaryStopped:
+                pass
+            except BaseException as exc:  # handed to the reader of the stream, which raises it
+                updates.put(("error", exc))
+
+        yield "status", "Summarizing…"
+        threading.Thread(target=work, name="infinipot-summary", daemon=True).start()
+        try:
+            while True:
+                kind, value = updates.get()
+                if kind == "error":
+                    raise value
+                yield kind, value
+                if kind == "done":
+                    return
+        finally:
+            stopped.set()
 
     def source_start(self, doc_id: str, token: int) -> int:
         """Where the kept-tokens window opens for a cited place: its first token (checked against the document)."""
@@ -383,6 +442,20 @@ class Workspace:
             samples, live = (log or {}).get("samples", []), False
         last = samples[-1] if samples else None
         return {"live": live, "samples": samples, "rows": kept_view.memory_rows(samples), "last": last}
+
+
+class _SummaryStopped(Exception):
+    """The page stopped reading the summary: the work ends at the next part."""
+
+
+def _summary_note(reused: bool, parts: list[int], seconds: float) -> str:
+    if reused:
+        return "The stored summary of this document, shown at once. New summary makes a fresh one."
+    made = f"from {parts[0]} parts " if parts else ""
+    return (
+        f"Summary made {made}in {seconds:,.1f} s and stored: Summarize this file shows it again at once, "
+        "New summary makes a fresh one."
+    )
 
 
 def _tokens(pieces: list[str], marks: list, key: str) -> list[dict]:

@@ -74,7 +74,9 @@ class InfiniPotApp:
                     c.ask = gr.Button("Ask", variant="primary", elem_id="ip-ask")
                     c.stop = gr.Button("Stop", elem_id="ip-stop")
                     c.new_chat = gr.Button("New chat")
-                    c.summarize = gr.Button("Summarize this file")
+                    c.summarize = gr.Button("Summarize this file", elem_id="ip-summarize")
+                    c.new_summary = gr.Button("New summary", elem_id="ip-new-summary")
+                c.summary_status = gr.Markdown(elem_id="ip-summary-status")
                 c.summary = gr.Markdown(label="Summary", elem_id="ip-summary")
                 self.questions.layout(c)
             with gr.Tab("What the model kept", id=KEPT_TAB):
@@ -144,22 +146,99 @@ class InfiniPotApp:
                         value=defaults["nuc_unit"],
                         label="NuC unit: a token gets its sentence's, its word's (with edges) or its own novelty",
                     )
+                c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
+                self._answers_layout(choices["answer_modes"], choices["answer_defaults"])
+
+    def _answers_layout(self, modes: list[tuple[str, str]], defaults: dict) -> None:
+        """The Settings tab's Answers group: how the next questions and summaries are answered. Plain words in
+        the labels, the paper's and the decoder's terms in the small print."""
+        c = self.c
+        gr.Markdown("### Answers\nHow the next questions and summaries are answered.")
+        with gr.Group(elem_id="ip-answers"):
+            c.answer_from = gr.Radio(
+                modes,
+                value=defaults["answer_from"],
+                label="Answer from",
+                info="evidence: pot + the document spans the question attends to most, read verbatim (default) · "
+                "pot: the distilled KV cache alone, as in the paper · focus: the pot distilled again with the "
+                "question as catalyst prompt (CaP-Q at answer time)",
+                elem_id="ip-answer-from",
+            )
+            with gr.Row():
+                c.evidence_tokens = gr.Number(
+                    label="Passages read for an answer (tokens)",
+                    info="evidence budget: document tokens placed between the pot and the question",
+                    value=defaults["evidence_tokens"],
+                    precision=0,
+                    elem_id="ip-evidence-tokens",
+                )
+                c.focus_entries = gr.Number(
+                    label="Size of the question-focused copy (entries)",
+                    info="focus mode: entries kept when the pot is distilled with the question",
+                    value=defaults["focus_entries"],
+                    precision=0,
+                    elem_id="ip-focus-entries",
+                )
                 c.max_new_tokens = gr.Slider(
                     label="Answer length (tokens)",
+                    info="max new tokens; the pot keeps this much room free beside the question",
                     minimum=8,
                     maximum=1024,
                     step=8,
-                    value=256,
+                    value=defaults["max_new_tokens"],
                     elem_id="ip-answer-length",
                 )
-                c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
+            with gr.Row():
+                c.temperature = gr.Slider(
+                    label="Randomness",
+                    info="temperature: 0 always takes the most likely word (greedy, the same answer every time)",
+                    minimum=0,
+                    maximum=2,
+                    step=0.05,
+                    value=defaults["temperature"],
+                    elem_id="ip-temperature",
+                )
+                c.top_p = gr.Slider(
+                    label="Words considered",
+                    info="top-p (nucleus): only the likeliest words whose chances add up to this; with randomness only",
+                    minimum=0.05,
+                    maximum=1,
+                    step=0.05,
+                    value=defaults["top_p"],
+                    elem_id="ip-top-p",
+                )
+                c.seed = gr.Number(
+                    label="Seed",
+                    info="with randomness: the same seed gives the same answer again",
+                    value=defaults["seed"],
+                    precision=0,
+                    elem_id="ip-seed",
+                )
+            c.stop_on_repeat = gr.Checkbox(
+                label="Stop when the answer repeats itself",
+                info="ends the answer before a sentence or line it already wrote (repeat stop)",
+                value=defaults["stop_on_repeat"],
+                elem_id="ip-stop-on-repeat",
+            )
+        c.answers_notice = gr.Markdown(elem_id="ip-answers-notice")
 
     def wire_events(self, blocks: gr.Blocks) -> None:
         """Every event of the page, in one place."""
         c, h = self.c, self.handlers
         settings = [c.model, c.pot_size, c.keep_size, c.nuc_ratio, c.cap_mode, c.cap_question, c.method, c.nuc_unit]
+        answers = [  # in handlers.ANSWER_NAMES order
+            c.max_new_tokens,
+            c.answer_from,
+            c.evidence_tokens,
+            c.focus_entries,
+            c.temperature,
+            c.top_p,
+            c.seed,
+            c.stop_on_repeat,
+        ]
         refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen])
-        selected = dict(fn=h.select, inputs=c.doc, outputs=[c.chatbot, c.chat, c.history, c.progress, c.summary])
+        chosen = [c.chatbot, c.chat, c.history, c.progress, c.summary_status, c.summary]
+        selected = dict(fn=h.select, inputs=c.doc, outputs=chosen)
 
         blocks.load(h.library, c.doc, [c.library, c.doc, c.progress], api_name="library", show_progress="hidden")
         c.timer.tick(**refresh, api_visibility="undocumented", show_progress="hidden", concurrency_limit=None)
@@ -174,23 +253,18 @@ class InfiniPotApp:
 
         ask = dict(
             fn=h.ask,
-            inputs=[c.doc, c.question, c.max_new_tokens, c.chat],
+            inputs=[c.doc, c.question, c.chat, *answers],  # the API: doc, question, then the answers (state left out)
             outputs=[c.chatbot, c.question, c.chat, c.history],
             concurrency_id="model",
             concurrency_limit=1,
         )
         asked = c.ask.click(**ask, api_name="ask")
         submitted = c.question.submit(**ask, api_visibility="undocumented")
-        summarized = c.summarize.click(
-            h.summarize,
-            [c.doc, c.max_new_tokens],
-            c.summary,
-            api_name="summarize",
-            concurrency_id="model",
-            concurrency_limit=1,
-        )
-        question_events = self.questions.wire(c, blocks)
-        c.stop.click(None, None, None, cancels=[asked, submitted, summarized, *question_events])
+        summary = dict(inputs=[c.doc, *answers], outputs=[c.summary_status, c.summary], concurrency_id="model")
+        summarized = c.summarize.click(h.summarize, **summary, api_name="summarize", concurrency_limit=1)
+        renewed = c.new_summary.click(h.new_summary, **summary, api_name="summarize_new", concurrency_limit=1)
+        question_events = self.questions.wire(c, blocks, answers)
+        c.stop.click(None, None, None, cancels=[asked, submitted, summarized, renewed, *question_events])
         c.new_chat.click(h.new_chat, c.doc, [c.chatbot, c.chat, c.history], api_name="new_chat")
         c.history.input(h.open_conversation, [c.history, c.doc], [c.chatbot, c.chat], api_visibility="undocumented")
 
@@ -219,3 +293,5 @@ class InfiniPotApp:
 
         for component in settings:
             component.change(h.check_settings, settings, c.settings_notice, api_visibility="undocumented")
+        for component in answers:
+            component.change(h.check_answers, answers, c.answers_notice, api_visibility="undocumented")

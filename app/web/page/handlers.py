@@ -17,6 +17,17 @@ from infinipot.app.web.page import render, sources
 ALL_HEADS = "all heads"
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
 SETTING_NAMES = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method", "nuc_unit")
+# The Settings tab's Answers group, in the order of its components (the fields of web.settings.AnswerChoices).
+ANSWER_NAMES = (
+    "max_new_tokens",
+    "answer_from",
+    "evidence_tokens",
+    "focus_entries",
+    "temperature",
+    "top_p",
+    "seed",
+    "stop_on_repeat",
+)
 
 
 def user_errors(handler):
@@ -44,6 +55,10 @@ def user_errors(handler):
 
 def settings_from_values(values: tuple) -> dict:
     return dict(zip(SETTING_NAMES, values, strict=True))
+
+
+def answers_from_values(values: tuple) -> dict:
+    return dict(zip(ANSWER_NAMES, values, strict=True))
 
 
 def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
@@ -104,14 +119,15 @@ class Handlers:
         return table_out, choices_out, progress_out, {"table": table, "choices": choices, "progress": progress}
 
     def select(self, doc_id):
-        """A document was chosen: its latest conversation, its conversations, its progress."""
+        """A document was chosen: its latest conversation, its conversations, its progress (summary cleared)."""
         if not doc_id:
-            return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), "", ""
+            return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), "", "", ""
         conversations = self.ws.conversations(doc_id)
         latest = conversations[-1]["id"] if conversations else None
         chat = {"doc_id": doc_id, "conversation_id": latest}
         history = gr.update(choices=_conversation_choices(conversations), value=latest)
-        return _chat(self.ws.messages(latest)), chat, history, render.progress_html(self.ws.progress(doc_id)), ""
+        progress = render.progress_html(self.ws.progress(doc_id))
+        return _chat(self.ws.messages(latest)), chat, history, progress, "", ""
 
     def pick_row(self, event: gr.SelectData):
         return event.row_value[-1] if event.row_value else gr.skip()
@@ -131,11 +147,12 @@ class Handlers:
 
     # -- chat --------------------------------------------------------------------------------------
     @user_errors
-    def ask(self, doc_id, question, max_new_tokens, chat):
-        """Stream the answer into this session's conversation (a new one unless one is open for this document)."""
+    def ask(self, doc_id, question, chat, *answer):
+        """Stream the answer into this session's conversation (a new one unless one is open for this document),
+        with the Settings tab's answer choices (`answer`: values in ANSWER_NAMES order)."""
         chat = chat or {}
         conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
-        pieces, stats = self.ws.ask(doc_id, question, max_new_tokens, conversation_id)
+        pieces, stats = self.ws.ask(doc_id, question, answers_from_values(answer), conversation_id)
         history = _chat(self.ws.messages(conversation_id))
         history += [{"role": "user", "content": question.strip()}, {"role": "assistant", "content": ""}]
         yield history, "", chat, gr.skip()
@@ -161,13 +178,25 @@ class Handlers:
         start = self.ws.source_start(doc_id, sources.source_token(event.value))
         return start, gr.update(selected=KEPT_TAB)
 
+    def summarize(self, doc_id, *answer):
+        """(status line, summary): the stored summary at once, else progress by part, then the summary streamed."""
+        yield from self._summary(doc_id, answer, new=False)
+
+    def new_summary(self, doc_id, *answer):
+        """A fresh summary in place of the stored one."""
+        yield from self._summary(doc_id, answer, new=True)
+
     @user_errors
-    def summarize(self, doc_id, max_new_tokens):
+    def _summary(self, doc_id, answer: tuple, new: bool):
         text = ""
-        for piece in self.ws.summarize(doc_id, max_new_tokens):
-            text += piece
-            yield text
-        yield text.strip() or "(the model gave an empty summary)"
+        for kind, value in self.ws.summarize(doc_id, answers_from_values(answer), new):
+            if kind == "piece":
+                text += value
+                yield "Writing the summary…", text
+            elif kind == "status":
+                yield value, text
+            else:  # done
+                yield value, text.strip() or "(the model gave an empty summary)"
 
     # -- what the model kept -----------------------------------------------------------------------
     @user_errors
@@ -201,5 +230,11 @@ class Handlers:
     def check_settings(self, *settings):
         try:
             return self.ws.check_settings(settings_from_values(settings))
+        except USER_ERRORS as exc:
+            return f"Not valid: {one_line(exc)}"
+
+    def check_answers(self, *answer):
+        try:
+            return self.ws.check_answers(answers_from_values(answer))
         except USER_ERRORS as exc:
             return f"Not valid: {one_line(exc)}"

@@ -8,12 +8,13 @@ import time
 
 import gradio as gr
 
-from infinipot.app.web.page.handlers import user_errors
+from infinipot.app.web.page.handlers import answers_from_values, user_errors
 from infinipot.app.web.page.sources import sources_line
 
 
 class QuestionFeatures:
     def __init__(self, workspace, poll_seconds: float = 0.5) -> None:
+        self.workspace = workspace
         self.desk = workspace.questions
         self.poll_seconds = poll_seconds
 
@@ -34,11 +35,12 @@ class QuestionFeatures:
         c.ask_across = gr.Button("Ask across documents", elem_id="ip-ask-across")
         c.across_answer = gr.Markdown(elem_id="ip-across-answer")
 
-    def wire(self, c, blocks: gr.Blocks) -> list:
-        """Wire this feature's events; returns the events the page's Stop button cancels."""
+    def wire(self, c, blocks: gr.Blocks, answers: list) -> list:
+        """Wire this feature's events (`answers`: the Settings tab's answer components, in handlers.ANSWER_NAMES
+        order); returns the events the page's Stop button cancels."""
         reread = c.reread.click(
             self.reread,
-            [c.doc, c.question, c.max_new_tokens],
+            [c.doc, c.question, *answers],
             [c.reread_status, c.general_answer, c.question_answer],
             api_name="reread",
             concurrency_id="model",
@@ -46,7 +48,7 @@ class QuestionFeatures:
         )
         across = c.ask_across.click(
             self.ask_across,
-            [c.across_docs, c.question, c.max_new_tokens],
+            [c.across_docs, c.question, *answers],
             c.across_answer,
             api_name="ask_across",
             concurrency_id="model",
@@ -62,8 +64,11 @@ class QuestionFeatures:
         return gr.update(choices=choices, value=[doc_id for doc_id in chosen or [] if doc_id in ready])
 
     @user_errors
-    def reread(self, doc_id, question, max_new_tokens):
-        """Queue the re-read (unless its pot is stored), show its progress, then stream both answers."""
+    def reread(self, doc_id, question, *answer):
+        """Queue the re-read (unless its pot is stored), show its progress, then stream both answers (both from
+        the pot alone, with the chosen decoding: the pots are compared, not the answer modes)."""
+        answer = answers_from_values(answer)
+        self.workspace.check_answers(answer)  # before anything is queued
         queued = self.desk.start_reread(doc_id, question)
         if queued:
             while not (status := self.desk.reread_status(doc_id))["finished"]:
@@ -72,7 +77,7 @@ class QuestionFeatures:
             if not status["ok"]:
                 raise ValueError(f"the re-read stopped: {status['message']}")
         note = "read now" if queued else "stored, reused"
-        general_pieces, question_pieces = self.desk.side_by_side(doc_id, question, max_new_tokens)
+        general_pieces, question_pieces = self.desk.side_by_side(doc_id, question, answer)
         general = question_aware = ""
         for piece in general_pieces:
             general += piece
@@ -81,14 +86,14 @@ class QuestionFeatures:
             question_aware += piece
             yield "Answering from the question-aware pot…", gr.skip(), _titled("Question-aware pot", question_aware)
         yield (
-            f"Both answers are complete (question-aware pot {note}).",
+            f"Both answers are complete, each from its pot alone (question-aware pot {note}).",
             _titled("General pot", general.strip() or "(empty answer)"),
             _titled(f"Question-aware pot ({note})", question_aware.strip() or "(empty answer)"),
         )
 
     @user_errors
-    def ask_across(self, doc_ids, question, max_new_tokens):
-        pieces, merge = self.desk.ask_across(doc_ids, question, max_new_tokens)
+    def ask_across(self, doc_ids, question, *answer):
+        pieces, merge = self.desk.ask_across(doc_ids, question, answers_from_values(answer))
         sources = ", ".join(f"{doc['name']} ({doc['entries']:g} entries per head)" for doc in merge["documents"])
         footer = (
             f"\n\n*From one pot of {merge['entries']:,} entries (bound {merge['pot_size']:,}, peak "

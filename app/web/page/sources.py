@@ -1,4 +1,5 @@
-"""An answer's citations in the chat: a "Sources" line under every answer, and clickable options under the latest.
+"""An answer's citations in the chat: a "Sources" line under every answer, the cited text of the best sources as
+short quotes (and of every source as the hover text of its label), and clickable options under the latest answer.
 
 Plain data in, Chatbot message dicts out; no gradio and no torch. The Chatbot shows a message's `options` as
 buttons under the last answer; clicking one sends its value (the cited place's first token) to
@@ -7,23 +8,66 @@ Handlers.open_source, which opens "What the model kept" there.
 
 from __future__ import annotations
 
+import html
+import re
+
+QUOTED = 2  # sources quoted under an answer, best first (all of them have their text as hover text)
+QUOTE_CHARS = 180  # a quote longer than this is cut at a word, with an ellipsis
+HOVER_CHARS = 600
+_MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
+
 
 def source_label(citation: dict) -> str:
     """'page 12 (41%)': the place and its share of the answer's attention."""
     return f"{citation['label']} ({100 * citation['score']:.0f}%)"
 
 
+def shortened(text: str, limit: int) -> str:
+    """The text on one line, cut at a word before `limit` characters with an ellipsis."""
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
+    return cut.rstrip(",;:.") + "…"
+
+
+def _hovered(citation: dict) -> str:
+    """The label, with the cited text as its hover text when there is one."""
+    label = source_label(citation)
+    snippet = shortened(citation.get("snippet", ""), HOVER_CHARS)
+    if not snippet:
+        return label
+    return f'<span title="{html.escape(snippet, quote=True)}">{html.escape(label)}</span>'
+
+
 def sources_line(citations: list[dict]) -> str:
-    return "Sources: " + " · ".join(source_label(c) for c in citations) if citations else ""
+    return "Sources: " + " · ".join(_hovered(c) for c in citations) if citations else ""
+
+
+def markdown_text(text: str) -> str:
+    """Document text shown as is inside Markdown: its markup characters escaped, HTML made inert."""
+    return _MARKDOWN.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def quotes(citations: list[dict]) -> str:
+    """The best sources' text as a Markdown block quote: '> **line 12** “the cited sentence…”'."""
+    quoted = [
+        f"> **{markdown_text(c['label'])}** “{markdown_text(shortened(c['snippet'], QUOTE_CHARS))}”"
+        for c in citations[:QUOTED]
+        if (c.get("snippet") or "").strip()
+    ]
+    return "\n>\n".join(quoted)
 
 
 def chat_message(role: str, content: str, citations: list[dict] | None = None) -> dict:
-    """A Chatbot message: an answer with citations gets a Sources line and one option per citation."""
+    """A Chatbot message: an answer with citations gets a Sources line, quotes of its best sources' text, and
+    one option per citation."""
     if role != "assistant" or not citations:
         return {"role": role, "content": content}
+    quoted = quotes(citations)
     return {
         "role": role,
-        "content": f"{content}\n\n*{sources_line(citations)}*",
+        "content": f"{content}\n\n*{sources_line(citations)}*" + (f"\n\n{quoted}" if quoted else ""),
         "options": [{"value": str(c["token"]), "label": source_label(c)} for c in citations],
     }
 
