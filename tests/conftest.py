@@ -43,3 +43,18 @@ def document(tmp_path):
     from tiny_models import write_notes
 
     return write_notes(tmp_path / "notes.txt", lines=30)
+
+
+@pytest.fixture(autouse=True)
+def all_cores_for_the_default_model(request):
+    """The bundled model's tests run a real 135M model: there every core counts (the one-thread default above
+    is for the tiny models' microsecond ops)."""
+    if request.node.get_closest_marker("integration") is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)
+    yield
+    torch.set_num_threads(previous)

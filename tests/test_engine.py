@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from helpers import record_cache_lengths, reference_greedy
 from tiny_models import ARCHITECTURES, random_ids, tiny_loaded
 
 from infinipot.core import hf_adapter
@@ -11,19 +12,6 @@ from infinipot.core.distill import catalyst_attention, compress_pot
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import PotTooSmallError
 from infinipot.core.selection import KEPT_NOVELTY, KEPT_READ, KEPT_SCORE, KEPT_SINK
-
-
-def reference_greedy(engine: Engine, ids: list[int], max_new_tokens: int) -> list[int]:
-    """Plain full-KV greedy generation with transformers over the same token ids."""
-    with torch.no_grad():
-        out = engine.model.generate(
-            torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=sorted(engine.stop_ids)
-        )
-    generated = out[0, len(ids) :].tolist()
-    for i, token in enumerate(generated):
-        if token in engine.stop_ids:
-            return generated[:i]
-    return generated
 
 
 def reference_with_rules(engine: Engine, ids: list[int], decoding: DecodingConfig) -> list[int]:
@@ -48,17 +36,6 @@ def has_repeated_ngram(ids: list[int], n: int) -> bool:
 
 
 PLAIN_GREEDY = DecodingConfig(max_new_tokens=16, no_repeat_ngram=0, stop_on_repeat=False)
-
-
-def record_cache_lengths(model) -> list[int]:
-    """Independent instrumentation: the cache length after every forward of the decoder."""
-    lengths: list[int] = []
-
-    def hook(_module, _args, kwargs, _output):
-        lengths.append(hf_adapter.cache_length(kwargs["past_key_values"]))
-
-    hf_adapter.decoder(model).register_forward_hook(hook, with_kwargs=True)
-    return lengths
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)

@@ -18,6 +18,7 @@ from infinipot.app.bench.niah import NiahSettings, run
 from infinipot.app.service import DocumentService
 from infinipot.core.config import PotConfig
 from infinipot.core.model import ModelSpec, load_model
+from infinipot.ingest import open_document
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +57,10 @@ def test_a_question_on_a_real_manual_cites_the_page_and_text_that_answer_it(tmp_
     pieces, stats, _ = service.ask(report.doc_id, "Which license covers this manual?", AnswerSettings(), record=False)
     answer = "".join(pieces)
     assert stats.answer_from == "evidence" and stats.evidence_tokens > 0
-    cited = [c for c in stats.citations if "Free Documentation License" in c["snippet"]]
     print("answer:", answer, "citations:", [(c["label"], c["snippet"][:80]) for c in stats.citations])
-    assert cited and cited[0]["page"] == 2, stats.citations
+    assert "Free Documentation License" in answer
+    # the manual names its license on page 2 and prints it in full in an appendix: either page answers
+    pages = {s.location.page for s in open_document(manual).segments() if "Free Documentation" in s.text}
+    cited = [c for c in stats.citations if "Free Documentation License" in c["snippet"]]
+    assert cited and all(c["page"] in pages for c in cited), (pages, stats.citations)
     assert stats.stopped_by in ("end", "repeat") and stats.new_tokens < 256  # it ends by itself
