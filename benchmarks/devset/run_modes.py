@@ -566,6 +566,22 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
         *[f"| {name} | {', '.join(f'{h}: {n}' for h, n in versions[name].items())} |" for name in _sort_runs(versions)],
         "",
     ]
+    for archived in sorted(args.out.glob("modes-code-*.jsonl")):
+        earlier = score_records(read_jsonl(archived), questions)
+        if not earlier:
+            continue
+        lines += [
+            f"## Earlier code: `{archived.name}`",
+            "",
+            "Records answered by an earlier version of the answering code (kept for comparison, not in the tables",
+            "above; the hash is in the file name).",
+            "",
+            *rows_table(summary_rows(earlier)),
+            "",
+        ]
+    notes = args.out / "modes-notes.md"
+    if notes.is_file():
+        lines += [notes.read_text(encoding="utf-8").rstrip(), ""]
     if errors:
         lines += ["## Errors (answers that raised; asked again on the next run)", ""]
         for e in errors:
