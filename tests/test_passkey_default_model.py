@@ -1,10 +1,12 @@
-"""The engine issue's passkey goal on the bundled default model, through `bench niah`'s own trial code.
+"""The 16K passkey goal on the bundled default model, through `bench niah`'s own trial code.
 
 A 5-digit key hidden at depths 0.1, 0.5 and 0.9 of a 16K-token essay document is read into the default 4K
-pot (seven compressions) and asked for through a copy distilled to 1,024 entries with the question
-(`ask --focus 1024`): answered from the whole pot, this 135M model misses keys that sit ~2K entries before
-the question (README, "Passkey retrieval"). Three keys per depth, the bench's first three (seed 0); reads
-of a depth share the haystack before the needle, as in the bench (~6 separate reads, a few minutes on CPU).
+pot (seven compressions) and asked for in the default answer mode, `evidence`: the pot points to the spans
+the question attends to and the spans are read right before the question. Answered from the whole pot, this
+135M model misses keys that sit ~2K entries before the question (docs/benchmarks.md, "Passkey retrieval").
+Three keys per depth, the bench's first three (seed 0); reads of a depth share the haystack before the
+needle, as in the bench (~6 separate reads, a few minutes on CPU). The focused copy (`ask --focus 1024`)
+answers the same pots too, printed for comparison.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ DEPTHS = (0.1, 0.5, 0.9)
 def test_the_default_model_finds_a_16k_passkey_at_every_depth_from_a_4k_pot(tmp_path):
     loaded = load_model(ModelSpec(device="cpu"), tmp_path / "home")
     settings = NiahSettings(
-        lengths=(16384,), depths=DEPTHS, trials=3, methods=("infinipot",), out=tmp_path / "niah", focus=1024
+        lengths=(16384,),
+        depths=DEPTHS,
+        trials=3,
+        methods=("infinipot",),
+        out=tmp_path / "niah",
+        focus=1024,
+        evidence=True,
     )
     records = run(settings, loaded, log=lambda line: None)
     assert len(records) == 9
@@ -32,6 +40,8 @@ def test_the_default_model_finds_a_16k_passkey_at_every_depth_from_a_4k_pot(tmp_
         assert record["cycles"] >= 6 and record["peak_entries"] <= pot_size, record
         assert record["key_kept"] == 1.0, record  # every layer and KV head still held the whole key
         assert record["focus_entries"] == 1024
-    found = {depth: [r["focus_found"] for r in records if r["depth"] == depth] for depth in DEPTHS}
+        assert record["evidence_holds_key"], record  # the spans the pot pointed to hold the key
+    found = {depth: [r["evidence_found"] for r in records if r["depth"] == depth] for depth in DEPTHS}
     print("focused answers:", [(r["depth"], r["key"], r["focus_answer"]) for r in records])  # pytest -s
+    print("evidence answers:", [(r["depth"], r["key"], r["evidence_answer"]) for r in records])
     assert all(sum(hits) >= 2 for hits in found.values()), found
