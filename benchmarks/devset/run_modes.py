@@ -517,11 +517,9 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
         "",
         f"Machine: {meta['machine']} ({meta['cores']} cores, shared with a test suite); torch {meta['torch']} "
         f"with `torch.set_num_threads({meta['threads']})`; device cpu; Python {meta['python']}.",
-        *(
-            [f"Answering time of the runs (summed over runs, reading included): {minutes} min."]
-            if minutes is not None
-            else []
-        ),
+        f"Answering time: {round(sum(r.get('wall_seconds') or 0 for r in records) / 60, 1)} min summed over the "
+        f"{len(records)} answers (ask call to the last piece, citations included); the runs that finished took "
+        f"{minutes} min in all (model load and any reading included; runs that were killed are not counted).",
         "",
         "## Answer modes (default budget 768)",
         "",
