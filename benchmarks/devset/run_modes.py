@@ -361,11 +361,16 @@ def plot_budgets(rows: list[dict], path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     ax.plot(x, [r["correct"] for r in points], "o-", label="correct %")
     ax.plot(x, [r["evidence_recall"] for r in points], "s--", label="evidence recall %")
+    # budgets with the same scores (the same spans: the budget above what max_spans can fill) share one label
+    groups: dict[tuple, list[dict]] = {}
     for r in points:
-        ax.annotate(str(r["budget"]), (r["median_ttft"], r["correct"]), textcoords="offset points", xytext=(4, -12))
-        ax.annotate(
-            str(r["budget"]), (r["median_ttft"], r["evidence_recall"]), textcoords="offset points", xytext=(4, 4)
-        )
+        groups.setdefault((r["correct"], r["evidence_recall"]), []).append(r)
+    for same in groups.values():
+        label = " / ".join(str(r["budget"]) for r in same)
+        ttft = min(r["median_ttft"] for r in same)
+        first = same[0]
+        ax.annotate(label, (ttft, first["correct"]), textcoords="offset points", xytext=(-10, -14), fontsize=8)
+        ax.annotate(label, (ttft, first["evidence_recall"]), textcoords="offset points", xytext=(-10, 6), fontsize=8)
     for r in rows:
         if r["mode"] != "evidence" and r["median_ttft"] is not None:
             ax.plot([r["median_ttft"]], [r["correct"]], "x", markersize=9, label=f"{r['run']} correct %")
