@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infinipot.app.library.documents import DocumentNotFound, find_document
+from infinipot.app.library.documents import DocumentNotFound, find_document, unchanged_source
 from infinipot.app.library.general_pot import general_candidates, general_pot
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot, load_stored_pot
 from infinipot.app.read.file_reader import FileReader, damage_warning
 from infinipot.core.config import PotConfig
-from infinipot.ingest import file_fingerprint
 from infinipot.storage.errors import DamagedFile
 from infinipot.storage.records import DocumentRecord, PotRecord
 
@@ -54,7 +53,7 @@ def _read_again(
     source = Path(document.path) if document.path else None
     if not candidates:
         raise DocumentNotFound(f"{document.name} has no pot; read it with `infinipot read`")
-    if source is None or not source.is_file() or file_fingerprint(source) != document.content_hash:
+    if unchanged_source(document) is None:
         latest = candidates[-1]
         why = f"its last read failed ({latest.error})" if latest.status == "failed" else "it has no finished pot"
         raise DocumentNotFound(
@@ -84,10 +83,10 @@ def open_pot_read_with(
                 return load_stored_pot(store, document, record, loaded), True
             except DamagedFile:
                 pass  # the reader reports the damage and reads it again
-        source = Path(document.path) if document.path else None
-        if source is None or not source.is_file() or file_fingerprint(source) != document.content_hash:
+        source = unchanged_source(document)
+        if source is None:
             raise DocumentNotFound(
-                f"{document.name} has no pot read with these settings, and the file it was read from ({source}) "
+                f"{document.name} has no pot read with these settings, and the file it was read from ({document.path}) "
                 "is gone or changed"
             )
     elif Path(doc).is_file():

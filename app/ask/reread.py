@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from infinipot.app.library.documents import DocumentNotFound
+from infinipot.app.library.documents import DocumentNotFound, unchanged_source
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot, load_stored_pot
 from infinipot.app.read.file_reader import FileReader
 from infinipot.core.config import PotConfig
 from infinipot.core.pot import Pot
-from infinipot.ingest import file_fingerprint
 from infinipot.storage.errors import DamagedFile
 from infinipot.storage.records import DocumentRecord, PotRecord
 
@@ -37,11 +36,11 @@ def stored_question_pot(library: Library, general: StoredPot, config: PotConfig)
 
 def source_file(document: DocumentRecord) -> Path:
     """The file a stored document was read from, unchanged since; a re-read needs its text again."""
-    source = Path(document.path) if document.path else None
-    if source is None or not source.is_file() or file_fingerprint(source) != document.content_hash:
+    source = unchanged_source(document)
+    if source is None:
         raise DocumentNotFound(
-            f"{document.name}: the file it was read from ({source}) is gone or changed, so it cannot be read again "
-            "for a question; read it again first"
+            f"{document.name}: the file it was read from ({document.path}) is gone or changed, so it cannot be read "
+            "again for a question; read it again first"
         )
     return source
 

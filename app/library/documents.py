@@ -109,6 +109,14 @@ def find_document(store: Store, doc: str) -> DocumentRecord | None:
     return None
 
 
+def unchanged_source(document: DocumentRecord) -> Path | None:
+    """The file the document was read from, if it is still there with the same bytes; None otherwise."""
+    source = Path(document.path) if document.path else None
+    if source is None or not source.is_file() or file_fingerprint(source) != document.content_hash:
+        return None
+    return source
+
+
 def stored_token_ids(files: DocumentFiles, document: DocumentRecord, loaded: LoadedModel) -> Path:
     """The file of the document's token ids for this model, written now from its file if missing.
 
@@ -117,8 +125,8 @@ def stored_token_ids(files: DocumentFiles, document: DocumentRecord, loaded: Loa
     path = files.token_ids(document.id, loaded.identity, document.content_hash)
     if path.is_file():
         return path
-    source = Path(document.path) if document.path else None
-    if source is None or not source.is_file() or file_fingerprint(source) != document.content_hash:
+    source = unchanged_source(document)
+    if source is None:
         raise DocumentNotFound(f"the file {document.name} was read from is gone or changed, so its text cannot be read")
     write_token_ids(path, source, loaded.tokenizer)
     return path
