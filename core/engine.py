@@ -19,6 +19,7 @@ from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
 from .reader import ContinualReader
 from .scorers import make_scorer
+from .word_match import token_keys
 from .words import TokenBoundaries, token_boundaries
 
 
@@ -66,6 +67,7 @@ class Engine:
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
         self._boundaries: TokenBoundaries | None = None
         self._sentence_ends: torch.Tensor | None = None
+        self._word_keys: torch.Tensor | None = None
 
     def request_ids(self, instruction: str, gap: str = "\n\n") -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
@@ -92,6 +94,13 @@ class Engine:
                 boundaries = token_boundaries(self.tokenizer, vocab)
             self._sentence_ends = boundaries.sentence_ends.cpu()
         return self._sentence_ends
+
+    def word_keys(self) -> torch.Tensor:
+        """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), built on first use."""
+        if self._word_keys is None:
+            vocab = self.model.get_output_embeddings().weight.shape[0]
+            self._word_keys = token_keys(self.tokenizer, vocab)
+        return self._word_keys
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
         """Read a whole token stream (without the template opening, which is added here)."""

@@ -21,6 +21,12 @@ import torch
 from .citations import CitationConfig, answer_attention, document_token_scores
 from .engine import Engine
 from .pot import Pot
+from .word_match import word_match_scores
+
+RANKINGS = ("attention", "words", "both")
+# Reciprocal-rank fusion of the two rankings ("both"): a bucket scores 1 / (FUSION_DEPTH + rank) in each. A
+# small depth lets the top of either ranking win on its own; a large one rewards buckets both agree on.
+FUSION_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class EvidenceConfig:
     # log line without stops would otherwise take the whole budget).
     max_span_tokens: int = 192
     # Most spans read: beyond a handful, more spans dilute what a small model attends to.
-    max_spans: int = 8
+    max_spans: int = 12
     # How a bucket's tokens rank it: "max", its most attended token (a fact draws sharp attention to a few
     # tokens), or "sum", the attention of all its tokens. On a 16K passkey pot the needle's bucket ranked 1st by
     # max and 8th by sum (docs/method.md, "Answering").
@@ -43,6 +49,10 @@ class EvidenceConfig:
     # Counted layers and sinks, as for citations: the later half holds the retrieval heads (measured: the
     # needle's bucket ranked 2nd counting the later half, 8th to 13th counting every layer).
     attention: CitationConfig = CitationConfig()
+    # What points at the spans: "attention", the question's attention over the pot (it sees only what the pot
+    # kept); "words", the question's words found in the whole stored document (core.word_match); "both", the
+    # two rankings fused. Measured on the development set (docs/benchmarks.md, "Evidence").
+    ranking: str = "both"
 
     def __post_init__(self) -> None:
         if self.budget_tokens < 1:
@@ -57,6 +67,8 @@ class EvidenceConfig:
             raise ValueError(f"at least one evidence span is needed, got {self.max_spans}")
         if self.bucket_score not in ("max", "sum"):
             raise ValueError(f"bucket score must be 'max' or 'sum', got {self.bucket_score!r}")
+        if self.ranking not in RANKINGS:
+            raise ValueError(f"evidence ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
 
 
 class Bucket(NamedTuple):
@@ -80,14 +92,17 @@ class Span:
         return self.end - self.start
 
 
-def ranked_buckets(pot: Pot, attention: torch.Tensor, document_tokens: int, config: EvidenceConfig) -> list[Bucket]:
+def ranked_buckets(
+    pot: Pot, attention: torch.Tensor, document_tokens: int, config: EvidenceConfig, until: int | None = None
+) -> list[Bucket]:
     """Buckets (document token // bucket_tokens) by the attention they received, best first.
 
     attention: (L, H_kv, n) over the pot's entries (citations.answer_attention with the question's tokens).
-    Shares are of the counted attention; buckets that no pot entry comes from are left out.
+    Shares are of the counted attention; buckets that no pot entry comes from are left out, and so are the
+    buckets from document token `until` on (the pot's verbatim tail: see verbatim_tail_start).
     """
     tokens, scores = document_token_scores(pot, attention, config.attention)  # (m,), (m,)
-    inside = tokens < document_tokens
+    inside = tokens < min(document_tokens, document_tokens if until is None else until)
     tokens, scores = tokens[inside], scores[inside]
     if tokens.numel() == 0:
         return []
@@ -103,6 +118,50 @@ def ranked_buckets(pot: Pot, attention: torch.Tensor, document_tokens: int, conf
         best.setdefault(int(buckets[index]), int(tokens[index]))
     order = torch.argsort(ranking, descending=True, stable=True)  # ties: earlier bucket first
     return [Bucket(int(b), float(shares[b]), best[int(b)]) for b in order if shares[b] > 0]
+
+
+def word_ranked_buckets(
+    document_ids: torch.Tensor, question_ids: list[int], keys: torch.Tensor, config: EvidenceConfig, until: int
+) -> list[Bucket]:
+    """Buckets by how well they match the question's words (core.word_match), best first; buckets with no
+    match and those from document token `until` on are left out. A bucket's share is its part of the total
+    match score; its best token is its first matching one."""
+    scores, first = word_match_scores(document_ids[:until], question_ids, keys, config.bucket_tokens)  # (B,), (B,)
+    total = float(scores.sum())
+    if total <= 0:
+        return []
+    order = torch.argsort(scores, descending=True, stable=True)
+    return [Bucket(int(b), float(scores[b]) / total, int(first[b])) for b in order if scores[b] > 0]
+
+
+def fused(rankings: list[list[Bucket]]) -> list[Bucket]:
+    """Reciprocal-rank fusion: buckets by the sum over rankings of 1 / (FUSION_DEPTH + rank), best first.
+
+    A bucket keeps its share and best token from the first ranking that has it (the attention's, so a
+    citation points where the pot looked)."""
+    points: dict[int, float] = {}
+    found: dict[int, Bucket] = {}
+    for ranking in rankings:
+        for rank, bucket in enumerate(ranking, start=1):
+            points[bucket.index] = points.get(bucket.index, 0.0) + 1.0 / (FUSION_DEPTH + rank)
+            found.setdefault(bucket.index, bucket)
+    order = sorted(points, key=lambda index: (-points[index], index))
+    return [found[index] for index in order]
+
+
+def verbatim_tail_start(pot: Pot) -> int:
+    """The first document token of the pot's verbatim tail: from there on, every token read is held by every
+    (layer, head), uncompressed (what was read since the last compression). Spans from there would repeat what
+    the answer already reads at full detail; the document's length when the pot holds none of it that way."""
+    document_tokens = pot.document_tokens
+    if pot.source is not None or pot.entries == 0:
+        return document_tokens
+    last = pot.tokens_read - 1
+    run = 0
+    tail = pot.origin[..., -pot.entries :]  # (L, H_kv, n) ascending within each head
+    while run < pot.entries and bool((tail[..., pot.entries - 1 - run] == last - run).all()):
+        run += 1
+    return max(0, document_tokens - run)
 
 
 def widen(
@@ -197,10 +256,32 @@ def find_evidence(
     if room < config.bucket_tokens:  # too little room beside the pot to be worth it
         return []
     config = replace(config, budget_tokens=min(config.budget_tokens, room))
+    until = verbatim_tail_start(pot)
     # Only the question's own tokens count: the instruction and the template around it attend broadly (on a 16K
     # passkey pot the needle's bucket ranked 8th by the question's rows and 20th by the whole prompt's).
     before, question_ids = engine.question_parts(question)
-    return spans_attended_by(engine, pot, question_ids, document_tokens, fetch, config, before=before)
+    rankings = []
+    if config.ranking in ("attention", "both"):
+        attention = answer_attention(engine.model, pot, before, question_ids)  # (L, H_kv, n)
+        rankings.append(ranked_buckets(pot, attention, document_tokens, config, until))
+    if config.ranking in ("words", "both"):
+        document_ids = torch.tensor(fetch(0, until), dtype=torch.int64)  # (T,)
+        rankings.append(word_ranked_buckets(document_ids, question_ids, engine.word_keys(), config, until))
+    buckets = rankings[0] if len(rankings) == 1 else fused(rankings)
+    return choose_buckets(engine, buckets, document_tokens, fetch, config)
+
+
+def choose_buckets(
+    engine: Engine,
+    buckets: list[Bucket],
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    config: EvidenceConfig,
+) -> list[Span]:
+    """choose_spans with the engine's sentence ends."""
+    ends = engine.sentence_ends()  # (V,) bool
+    vocab = ends.shape[0]
+    return choose_spans(buckets, document_tokens, fetch, lambda t: t < vocab and bool(ends[t]), config)
 
 
 def spans_attended_by(
@@ -217,6 +298,4 @@ def spans_attended_by(
     ahead of the prompt (their own queries are not counted)."""
     attention = answer_attention(engine.model, pot, before or [], prompt_ids)  # (L, H_kv, n): the prompt's queries
     buckets = ranked_buckets(pot, attention, document_tokens, config)
-    ends = engine.sentence_ends()  # (V,) bool
-    vocab = ends.shape[0]
-    return choose_spans(buckets, document_tokens, fetch, lambda t: t < vocab and bool(ends[t]), config)
+    return choose_buckets(engine, buckets, document_tokens, fetch, config)

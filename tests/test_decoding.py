@@ -26,6 +26,7 @@ SENTENCE = " The quick brown fox jumps over the lazy dog."  # distinct tokens of
 def sentence_tokens() -> int:
     return len(tiny_tokenizer()(SENTENCE, add_special_tokens=False)["input_ids"])
 
+
 QUESTION = "Which animal is in this:" + SENTENCE  # the question holds the sentence too: copying it is allowed
 OFF = dict(no_repeat_ngram=0, stop_on_repeat=False)
 

@@ -8,7 +8,7 @@ import argparse
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.decoding import DecodingConfig
-from infinipot.core.evidence import EvidenceConfig
+from infinipot.core.evidence import RANKINGS, EvidenceConfig
 from infinipot.core.scorers import METHODS
 
 POT = PotConfig()
@@ -122,6 +122,13 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         default=EVIDENCE.budget_tokens,
         help=f"evidence: document tokens read into the answer's context ({EVIDENCE.budget_tokens})",
     )
+    parser.add_argument(
+        "--evidence-ranking",
+        default=EVIDENCE.ranking,
+        choices=RANKINGS,
+        help="evidence: what finds the passages: the question's attention over the pot, the question's words in the "
+        f"whole document, or both fused ({EVIDENCE.ranking})",
+    )
     add_decoding_options(parser)
 
 
@@ -131,5 +138,5 @@ def answer_settings(args: argparse.Namespace) -> AnswerSettings:
         answer_from=answer_from,
         focus_entries=ANSWER.focus_entries if args.focus is None else args.focus,
         decoding=decoding_config(args),
-        evidence=EvidenceConfig(budget_tokens=args.evidence_tokens),
+        evidence=EvidenceConfig(budget_tokens=args.evidence_tokens, ranking=args.evidence_ranking),
     )

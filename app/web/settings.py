@@ -81,6 +81,14 @@ MODE_WORDS = {
 }
 
 
+# What finds the passages of an evidence answer, in plain words (core.evidence.RANKINGS).
+RANKING_WORDS = {
+    "both": "the pot's attention and the question's words",
+    "attention": "the pot's attention",
+    "words": "the question's words",
+}
+
+
 @dataclass(frozen=True)
 class AnswerChoices:
     """The Answers group of the Settings tab as the form gives it (numbers may come as floats, or None when a
@@ -90,6 +98,7 @@ class AnswerChoices:
     max_new_tokens: int = _DECODING.max_new_tokens
     answer_from: str = _ANSWERS.answer_from
     evidence_tokens: int = _ANSWERS.evidence.budget_tokens
+    evidence_ranking: str = _ANSWERS.evidence.ranking
     focus_entries: int = _ANSWERS.focus_entries
     temperature: float = _DECODING.temperature
     top_p: float = _DECODING.top_p
@@ -115,7 +124,9 @@ class AnswerChoices:
             answer_from=self.answer_from,
             focus_entries=whole_number("focused copy size", self.focus_entries),
             decoding=decoding,
-            evidence=EvidenceConfig(budget_tokens=whole_number("passages budget", self.evidence_tokens)),
+            evidence=EvidenceConfig(
+                budget_tokens=whole_number("passages budget", self.evidence_tokens), ranking=self.evidence_ranking
+            ),
         )
 
     def describe(self) -> str:
@@ -123,7 +134,10 @@ class AnswerChoices:
         decoding = settings.decoding
         source = MODE_WORDS[settings.answer_from]
         if settings.answer_from == "evidence":
-            source += f" (up to {settings.evidence.budget_tokens:,} tokens of passages)"
+            source += (
+                f" (up to {settings.evidence.budget_tokens:,} tokens of passages, found by "
+                f"{RANKING_WORDS[settings.evidence.ranking]})"
+            )
         elif settings.answer_from == "focus":
             source += f" ({settings.focus_entries:,} entries)"
         if decoding.sampling:

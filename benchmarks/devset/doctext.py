@@ -1,9 +1,9 @@
 """A development document's text as the project extracts it (infinipot.ingest), with quote lookup by location.
 
-    doc = DocText.load(path)
-    start = doc.find("The default weight value is 50")   # whitespace-insensitive; char offset or None
-    doc.locate(start)                                     # Location(page=4, line=..., char_offset=...)
-    doc.where(start)                                      # page for PDFs, line for text
+doc = DocText.load(path)
+start = doc.find("The default weight value is 50")   # whitespace-insensitive; char offset or None
+doc.locate(start)                                     # Location(page=4, line=..., char_offset=...)
+doc.where(start)                                      # page for PDFs, line for text
 """
 
 from __future__ import annotations

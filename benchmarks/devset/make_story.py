@@ -35,8 +35,8 @@ CHAPTERS: list[dict] = [
             "instrument she trusted above all others: a brass theodolite made by Hollis & Sons of Port Caldwell, "
             "which had belonged to her father and had been repaired so often that hardly a screw of the original "
             "remained.",
-            "\"You will find the weather worse than the people,\" Captain Pell told her on the first evening, as "
-            "the lights of the harbour dropped behind them, \"and the people worse than the roads.\" Elena wrote "
+            '"You will find the weather worse than the people," Captain Pell told her on the first evening, as '
+            'the lights of the harbour dropped behind them, "and the people worse than the roads." Elena wrote '
             "the remark in the back of her notebook, under a sketch of the funnel, and decided to judge for "
             "herself.",
         ],
@@ -67,8 +67,8 @@ CHAPTERS: list[dict] = [
             "twenty-seven years, first beside her husband and then, after his death, alone. She showed Elena the "
             "great lamp, which burned colza oil, and the clockwork that turned the lens so that ships saw one "
             "white flash every nine seconds.",
-            "\"Every night for twenty-seven years,\" Ida said, polishing a brass rail that was already bright, "
-            "\"and not one night dark.\" She let Elena set up the theodolite on the gallery, where the view ran "
+            '"Every night for twenty-seven years," Ida said, polishing a brass rail that was already bright, '
+            '"and not one night dark." She let Elena set up the theodolite on the gallery, where the view ran '
             "along the whole bay, and brought her tea in a tin mug with a chipped blue rim.",
         ],
         filler=(3, 2, 2),
@@ -245,8 +245,7 @@ SENTENCES: list[str] = [
     "Children asked what the instrument was for, and she let them look through the telescope at {landmark}.",
     "An old man mending nets told her that the coast had been surveyed before, in his grandfather's time, and "
     "that the map had been wrong.",
-    "She walked back along the shore in the dusk, with the tide going out and the wet sand shining like "
-    "{shine}.",
+    "She walked back along the shore in the dusk, with the tide going out and the wet sand shining like {shine}.",
     "There were days when the fog never lifted at all, and she spent them drawing by the window.",
     "The wind dropped in the night, and in the morning the bay lay as flat and pale as {shine}.",
     "She liked the early hours best, before anyone else was about, when the world seemed to belong to the "
@@ -257,11 +256,9 @@ SENTENCES: list[str] = [
     "The road was little more than two ruts in the heather, and the cart lurched from one to the other.",
     "Sheep watched her from the hillside with the flat indifference of creatures who had seen surveyors before.",
     "She made a careful drawing of {landmark} and labelled every rock she could see from the station.",
-    "Clouds piled up over the hills in the afternoon, white at the top and dark underneath, but the rain held "
-    "off.",
+    "Clouds piled up over the hills in the afternoon, white at the top and dark underneath, but the rain held off.",
     "It was the kind of evening when sound carries a long way, and she could hear {sound} from far off.",
-    "She slept badly, dreaming of angles that would not close and of chains that stretched as she measured "
-    "them.",
+    "She slept badly, dreaming of angles that would not close and of chains that stretched as she measured them.",
     "In the morning everything that had seemed impossible the night before turned out to be merely difficult.",
     "The tide had left pools among the rocks, each one holding a small bright piece of the sky.",
     "She wrote to the Survey Office when she could, short letters full of figures and short of news.",
@@ -271,8 +268,7 @@ SENTENCES: list[str] = [
     "{companion} laughed at her for writing everything down, and then asked to see the notebook.",
     "There was a smell of {smell} in the air, and somewhere a dog was barking at the wind.",
     "Light rain fell all afternoon, too fine to see but enough to bead on the brass of the theodolite.",
-    "She cleaned the lenses every evening with a soft cloth, as her father had done, whether they needed it or "
-    "not.",
+    "She cleaned the lenses every evening with a soft cloth, as her father had done, whether they needed it or not.",
     "The days were growing {season}, and she began to count the stations that remained.",
     "Now and then she stopped simply to look, forgetting the instrument, forgetting the ledger.",
     "The path down to the beach was steep and loose, and she went down it sideways like a crab.",

@@ -364,7 +364,8 @@ def main() -> None:
         "--out benchmarks/devset/results",
         "note": args.note
         or (
-            "This file was written by: " + " ".join(["python -m benchmarks.devset.prompt_shapes", *sys.argv[1:]])
+            "This file was written by: "
+            + " ".join(["python -m benchmarks.devset.prompt_shapes", *sys.argv[1:]])
             + " (runs are deterministic: greedy float32 decoding on one thread gives the same answers on a re-run)."
             if partial
             else ""

@@ -10,6 +10,7 @@ from infinipot.app.web.page import render
 from infinipot.app.web.page.follow_panel import FollowPanel
 from infinipot.app.web.page.handlers import ALL_HEADS, KEPT_TAB, Handlers
 from infinipot.app.web.page.questions import QuestionFeatures
+from infinipot.app.web.settings import RANKING_WORDS
 
 INTRO = (
     "# InfiniPot document chat\n"
@@ -172,6 +173,14 @@ class InfiniPotApp:
                     precision=0,
                     elem_id="ip-evidence-tokens",
                 )
+                c.evidence_ranking = gr.Dropdown(
+                    list(RANKING_WORDS),
+                    value=defaults["evidence_ranking"],
+                    label="Passages found by",
+                    info="both: the pot's attention and the question's words in the whole document, fused "
+                    "(default) · attention: only where the pot looks · words: only the question's words",
+                    elem_id="ip-evidence-ranking",
+                )
                 c.focus_entries = gr.Number(
                     label="Size of the question-focused copy (entries)",
                     info="focus mode: entries kept when the pot is distilled with the question",
@@ -230,6 +239,7 @@ class InfiniPotApp:
             c.max_new_tokens,
             c.answer_from,
             c.evidence_tokens,
+            c.evidence_ranking,
             c.focus_entries,
             c.temperature,
             c.top_p,

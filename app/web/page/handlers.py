@@ -22,6 +22,7 @@ ANSWER_NAMES = (
     "max_new_tokens",
     "answer_from",
     "evidence_tokens",
+    "evidence_ranking",
     "focus_entries",
     "temperature",
     "top_p",

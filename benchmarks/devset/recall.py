@@ -1,0 +1,92 @@
+"""Evidence recall alone (no answers generated): which evidence ranking finds the passage that holds the answer.
+
+    .venv/bin/python -m benchmarks.devset.recall --docs bench-results/devset-docs --home /tmp/ip-home-devset-modes \\
+        --rankings attention,words,both --budgets 512,768
+
+Each document is read once into the default pot (reused when the home has it); for each question the spans of
+`evidence` mode are chosen (app.ask.evidence.gather_evidence, as `ask` does) and decoded; recall is the share of
+questions where one span holds an accepted answer or the evidence quote (score.evidence_holds), as run_modes
+scores evidence mode. Retrieval is measured apart from reading: a span that holds the answer is the ceiling
+of what the model can then read out of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.devset.check import load_questions
+from benchmarks.devset.documents import document_path
+from benchmarks.devset.score import evidence_holds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=Path, required=True)
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--rankings", default="attention,words,both")
+    parser.add_argument("--budgets", default="768")
+    parser.add_argument("--out", type=Path, help="write per-question results here (JSON)")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    from infinipot.app.ask.evidence import gather_evidence
+    from infinipot.app.service import DocumentService
+    from infinipot.core.config import PotConfig
+    from infinipot.core.evidence import EvidenceConfig
+
+    rankings = args.rankings.split(",")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    service = DocumentService(args.home, device="cpu")
+    found: dict[tuple[str, int], list[bool]] = {}
+    seconds: dict[tuple[str, int], list[float]] = {}
+    rows = []
+    by_document: dict[str, list[dict]] = {}
+    for question in load_questions():
+        by_document.setdefault(question["document"], []).append(question)
+    for document, items in by_document.items():
+        report = service.read(document_path(args.docs, document), PotConfig())
+        stored = service.open_pot(report.doc_id)
+        tokenizer = stored.engine.tokenizer
+        for question in items:
+            targets = list(question["answers"]) + [question["evidence"]]
+            for ranking in rankings:
+                for budget in budgets:
+                    config = EvidenceConfig(budget_tokens=budget, ranking=ranking)
+                    began = time.perf_counter()
+                    spans, _ = gather_evidence(service.library, stored, question["question"], config, 256)
+                    took = time.perf_counter() - began
+                    texts = [tokenizer.decode(list(s.ids), skip_special_tokens=True) for s in spans]
+                    hit = evidence_holds(texts, targets)
+                    found.setdefault((ranking, budget), []).append(hit)
+                    seconds.setdefault((ranking, budget), []).append(took)
+                    rows.append(
+                        {
+                            "id": question["id"],
+                            "ranking": ranking,
+                            "budget": budget,
+                            "holds": hit,
+                            "tokens": sum(len(s) for s in spans),
+                            "seconds": round(took, 3),
+                        }
+                    )
+        print(f"{document}: {len(items)} questions", flush=True)
+    print("| ranking | budget | evidence recall | median s ranking |")
+    print("|---|---:|---:|---:|")
+    for (ranking, budget), hits in found.items():
+        share = 100 * sum(hits) / len(hits)
+        median = statistics.median(seconds[(ranking, budget)])
+        print(f"| {ranking} | {budget} | {share:.1f}% ({sum(hits)}/{len(hits)}) | {median:.2f} |")
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

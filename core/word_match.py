@@ -1,0 +1,81 @@
+"""The question's own words, found in the whole document: a second pointer to evidence beside the pot's attention.
+
+The pot keeps about |C| of the document's tokens; a fact whose tokens were all compressed away draws no
+attention, because nothing of it is left to attend to. The document's token ids are stored whole, though, so
+the buckets that contain the question's rarer words (and its word pairs, in order) can be found in every part
+of the document. Each bucket is scored like BM25 over the document's own buckets: a word found in few buckets
+weighs much, one found everywhere ("the", "is") nearly nothing.
+
+Matching is on token keys: each vocabulary entry lowercased, without its space marker, so " Shared" and
+"shared" are one key; entries without a letter or digit (punctuation, spaces) have no key and never match.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_SPACE_MARKERS = "ĠĊĉ▁ \n\t\r"
+NO_KEY = -1
+# BM25's term-frequency saturation: a bucket that repeats a word ten times is not ten times the evidence.
+_SATURATION = 1.2
+
+
+def token_keys(tokenizer, vocab_size: int) -> torch.Tensor:
+    """(V,) int64: each vocabulary entry's key, equal for entries that differ only in case or a leading space;
+    NO_KEY for entries with no letter or digit and for ids past the tokenizer's vocabulary."""
+    known = tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
+    keys = torch.full((vocab_size,), NO_KEY, dtype=torch.int64)
+    numbering: dict[str, int] = {}
+    special = {i for i in tokenizer.all_special_ids if i is not None}
+    for index, token in enumerate(known):
+        if not token or index in special:
+            continue
+        word = token.strip(_SPACE_MARKERS).lower()
+        if any(ch.isalnum() for ch in word):
+            keys[index] = numbering.setdefault(word, len(numbering))
+    return keys
+
+
+def _bm25(presence: torch.Tensor, buckets: torch.Tensor, count: int) -> torch.Tensor:
+    """(B,) float64: one term's BM25 contribution per bucket. presence: (T,) bool over document tokens."""
+    frequency = torch.zeros(count, dtype=torch.float64).index_add_(0, buckets, presence.double())  # (B,)
+    found_in = int((frequency > 0).sum())
+    if found_in == 0:
+        return frequency
+    weight = torch.log1p(torch.tensor((count - found_in + 0.5) / (found_in + 0.5), dtype=torch.float64))
+    return weight * frequency * (_SATURATION + 1) / (frequency + _SATURATION)
+
+
+def word_match_scores(
+    document_ids: torch.Tensor, question_ids: list[int], keys: torch.Tensor, bucket_tokens: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per bucket (document token // bucket_tokens): its score for the question's words, and its first token
+    that matches one (-1 where none does). Both (B,).
+
+    document_ids: (T,) int64, the whole document. Each distinct question key scores once, and so does each
+    pair of consecutive question keys found consecutive in the document (a name split into several tokens,
+    "asn1_create_element", counts as its pieces and as their order).
+    """
+    total = int(document_ids.numel())
+    count = (total + bucket_tokens - 1) // bucket_tokens
+    scores = torch.zeros(count, dtype=torch.float64)
+    if total == 0:
+        return scores, torch.full((count,), -1, dtype=torch.int64)
+    vocab = keys.shape[0]
+    inside = (document_ids >= 0) & (document_ids < vocab)
+    document_keys = torch.where(inside, keys[document_ids.clamp(0, vocab - 1)], NO_KEY)  # (T,)
+    asked = [int(keys[i]) if 0 <= i < vocab else NO_KEY for i in question_ids]
+    buckets = torch.arange(total) // bucket_tokens  # (T,)
+    matched = torch.zeros(total, dtype=torch.bool)  # (T,)
+    for key in dict.fromkeys(k for k in asked if k != NO_KEY):
+        presence = document_keys == key
+        scores += _bm25(presence, buckets, count)
+        matched |= presence
+    pairs = {(a, b) for a, b in zip(asked, asked[1:], strict=False) if NO_KEY not in (a, b)}
+    for a, b in pairs:
+        presence = torch.zeros(total, dtype=torch.bool)
+        presence[1:] = (document_keys[:-1] == a) & (document_keys[1:] == b)
+        scores += _bm25(presence, buckets, count)
+    where = torch.nonzero(matched).squeeze(1)  # (k,) matching document tokens
+    first = torch.full((count,), total, dtype=torch.int64).scatter_reduce_(0, buckets[where], where, "amin")  # (B,)
+    return scores, torch.where(first < total, first, -1)
