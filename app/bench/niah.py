@@ -207,7 +207,7 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
             "focus_found": found_key(answer, trial.key),
             "focus_entries": focused.answer_entries,
         }
-    if settings.evidence:  # the same pot, plus the spans of the document the question's attention ranks best
+    if settings.evidence:  # the same pot, plus the document spans the question points to (core.evidence)
         fetch = lambda start, end: trial.document[start:end]  # noqa: E731
         spans = find_evidence(
             engine, pot, QUESTION, len(trial.document), fetch, EvidenceConfig(), settings.max_new_tokens

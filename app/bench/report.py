@@ -87,8 +87,8 @@ def niah_table(cells: list[dict], settings, labels) -> str:
             else "."
         )
         + (
-            " `+evidence`: the same pots answered with the document spans the question's attention over the pot "
-            "ranks best, read verbatim after the pot (`ask --answer-from evidence`)."
+            " `+evidence`: the same pots answered with the document spans that the question's attention over the "
+            "pot and its words in the document rank best, read verbatim after the pot (`ask --answer-from evidence`)."
             if settings.evidence
             else ""
         ),
