@@ -102,8 +102,11 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         assert not expected or re.match(r'<span title="[^"]+">line \d', sources.group(1))  # cited by line, with text
 
         # A follow-up lands in the same conversation; the API's later arguments are the Settings tab's answers
-        # (answer length, answer from, passages budget, focused size, temperature, top-p, seed, repeat stop).
-        history = client.predict(doc_id, "Who is lazy?", 8, "focus", 768, 32, 0.5, 0.9, 4, False, api_name="/ask")[0]
+        # (answer length, answer from, passages budget, passages found by, focused size, temperature, top-p,
+        # seed, repeat stop).
+        history = client.predict(
+            doc_id, "Who is lazy?", 8, "focus", 768, "both", 32, 0.5, 0.9, 4, False, api_name="/ask"
+        )[0]
         assert [message_text(m) for m in history[::2]] == [question, "Who is lazy?"]
         conversation = workspace.conversations(doc_id)[-1]["id"]
         assert [m["answer_from"] for m in workspace.messages(conversation)[1::2]] == ["pot", "focus"]
@@ -118,7 +121,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
             "The stored summary of this document, shown at once. New summary makes a fresh one.",
             summary,
         )
-        status, _ = client.predict(doc_id, 12, "pot", 768, 1024, 1.0, 1.0, 5, api_name="/summarize_new")
+        status, _ = client.predict(doc_id, 12, "pot", 768, "words", 1024, 1.0, 1.0, 5, api_name="/summarize_new")
         assert status.startswith("Summary made")  # made anew, not the stored one
         stored = workspace.service.open_pot(doc_id)
 

@@ -25,7 +25,14 @@ from infinipot.app.service import DocumentService
 from infinipot.app.web import kept_view
 from infinipot.app.web.jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
 from infinipot.app.web.question_desk import QuestionDesk
-from infinipot.app.web.settings import MODE_WORDS, AnswerChoices, ReadSettings, answer_choices, whole_number
+from infinipot.app.web.settings import (
+    MODE_WORDS,
+    RANKING_WORDS,
+    AnswerChoices,
+    ReadSettings,
+    answer_choices,
+    whole_number,
+)
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.scorers import METHODS
 from infinipot.ingest import open_document
@@ -149,6 +156,7 @@ class Workspace:
                 "nuc_unit": defaults.nuc_unit,
             },
             "answer_modes": [(MODE_WORDS[mode][0].upper() + MODE_WORDS[mode][1:], mode) for mode in ANSWER_MODES],
+            "answer_rankings": [(RANKING_WORDS[name], name) for name in RANKING_WORDS],
             "answer_defaults": asdict(AnswerChoices()),
         }
 

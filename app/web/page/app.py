@@ -10,7 +10,6 @@ from infinipot.app.web.page import render
 from infinipot.app.web.page.follow_panel import FollowPanel
 from infinipot.app.web.page.handlers import ALL_HEADS, KEPT_TAB, Handlers
 from infinipot.app.web.page.questions import QuestionFeatures
-from infinipot.app.web.settings import RANKING_WORDS
 
 INTRO = (
     "# InfiniPot document chat\n"
@@ -148,9 +147,9 @@ class InfiniPotApp:
                         label="NuC unit: a token gets its sentence's, its word's (with edges) or its own novelty",
                     )
                 c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
-                self._answers_layout(choices["answer_modes"], choices["answer_defaults"])
+                self._answers_layout(choices["answer_modes"], choices["answer_rankings"], choices["answer_defaults"])
 
-    def _answers_layout(self, modes: list[tuple[str, str]], defaults: dict) -> None:
+    def _answers_layout(self, modes: list[tuple[str, str]], rankings: list[tuple[str, str]], defaults: dict) -> None:
         """The Settings tab's Answers group: how the next questions and summaries are answered. Plain words in
         the labels, the paper's and the decoder's terms in the small print."""
         c = self.c
@@ -174,7 +173,7 @@ class InfiniPotApp:
                     elem_id="ip-evidence-tokens",
                 )
                 c.evidence_ranking = gr.Dropdown(
-                    list(RANKING_WORDS),
+                    rankings,
                     value=defaults["evidence_ranking"],
                     label="Passages found by",
                     info="both: the pot's attention and the question's words in the whole document, fused "
