@@ -78,11 +78,15 @@ class Engine:
             self.model, self.config, self.catalyst_ids, on_step=on_step, boundaries=self.boundaries()
         )
 
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the model's output embedding: the ids it can produce (can exceed the tokenizer's vocabulary)."""
+        return self.model.get_output_embeddings().weight.shape[0]
+
     def boundaries(self) -> TokenBoundaries | None:
         """Word starts and sentence ends for NuC per word, built on first use (a pass over the vocabulary)."""
         if self.config.nuc_per_word and self._boundaries is None:
-            vocab = self.model.get_output_embeddings().weight.shape[0]
-            self._boundaries = token_boundaries(self.tokenizer, vocab)
+            self._boundaries = token_boundaries(self.tokenizer, self.vocab_size)
         return self._boundaries
 
     def sentence_ends(self) -> torch.Tensor:
@@ -90,16 +94,14 @@ class Engine:
         if self._sentence_ends is None:
             boundaries = self.boundaries()
             if boundaries is None:
-                vocab = self.model.get_output_embeddings().weight.shape[0]
-                boundaries = token_boundaries(self.tokenizer, vocab)
+                boundaries = token_boundaries(self.tokenizer, self.vocab_size)
             self._sentence_ends = boundaries.sentence_ends.cpu()
         return self._sentence_ends
 
     def word_keys(self) -> torch.Tensor:
         """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), built on first use."""
         if self._word_keys is None:
-            vocab = self.model.get_output_embeddings().weight.shape[0]
-            self._word_keys = token_keys(self.tokenizer, vocab)
+            self._word_keys = token_keys(self.tokenizer, self.vocab_size)
         return self._word_keys
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:

@@ -102,7 +102,7 @@ def ranked_buckets(
     buckets from document token `until` on (the pot's verbatim tail: see verbatim_tail_start).
     """
     tokens, scores = document_token_scores(pot, attention, config.attention)  # (m,), (m,)
-    inside = tokens < min(document_tokens, document_tokens if until is None else until)
+    inside = tokens < (document_tokens if until is None else min(document_tokens, until))
     tokens, scores = tokens[inside], scores[inside]
     if tokens.numel() == 0:
         return []
@@ -156,11 +156,12 @@ def verbatim_tail_start(pot: Pot) -> int:
     document_tokens = pot.document_tokens
     if pot.source is not None or pot.entries == 0:
         return document_tokens
-    last = pot.tokens_read - 1
-    run = 0
-    tail = pot.origin[..., -pot.entries :]  # (L, H_kv, n) ascending within each head
-    while run < pot.entries and bool((tail[..., pot.entries - 1 - run] == last - run).all()):
-        run += 1
+    n = pot.entries
+    # Entry j of every head holds token tokens_read - n + j exactly where the tail since the last compression is.
+    expected = torch.arange(pot.tokens_read - n, pot.tokens_read, device=pot.origin.device)  # (n,)
+    in_place = (pot.origin == expected).flatten(0, -2).all(dim=0)  # (n,) bool, over every (layer, head)
+    misplaced = torch.nonzero(~in_place)
+    run = n if misplaced.numel() == 0 else n - 1 - int(misplaced[-1])
     return max(0, document_tokens - run)
 
 
@@ -262,13 +263,27 @@ def find_evidence(
     before, question_ids = engine.question_parts(question)
     rankings = []
     if config.ranking in ("attention", "both"):
-        attention = answer_attention(engine.model, pot, before, question_ids)  # (L, H_kv, n)
-        rankings.append(ranked_buckets(pot, attention, document_tokens, config, until))
+        rankings.append(attention_ranking(engine, pot, question_ids, before, document_tokens, config, until))
     if config.ranking in ("words", "both"):
         document_ids = torch.tensor(fetch(0, until), dtype=torch.int64)  # (T,)
         rankings.append(word_ranked_buckets(document_ids, question_ids, engine.word_keys(), config, until))
     buckets = rankings[0] if len(rankings) == 1 else fused(rankings)
     return choose_buckets(engine, buckets, document_tokens, fetch, config)
+
+
+def attention_ranking(
+    engine: Engine,
+    pot: Pot,
+    prompt_ids: list[int],
+    before: list[int],
+    document_tokens: int,
+    config: EvidenceConfig,
+    until: int | None = None,
+) -> list[Bucket]:
+    """Buckets by the attention that `prompt_ids` (after `before`, whose own queries are not counted) pay over
+    the pot, best first (ranked_buckets)."""
+    attention = answer_attention(engine.model, pot, before, prompt_ids)  # (L, H_kv, n): the prompt's queries
+    return ranked_buckets(pot, attention, document_tokens, config, until)
 
 
 def choose_buckets(
@@ -296,6 +311,5 @@ def spans_attended_by(
     """The document spans that `prompt_ids` (a question, or the general catalyst for a summary) attend to
     most over the pot, widened to sentences, within the budget, in document order. `before`: tokens that run
     ahead of the prompt (their own queries are not counted)."""
-    attention = answer_attention(engine.model, pot, before or [], prompt_ids)  # (L, H_kv, n): the prompt's queries
-    buckets = ranked_buckets(pot, attention, document_tokens, config)
+    buckets = attention_ranking(engine, pot, prompt_ids, before or [], document_tokens, config)
     return choose_buckets(engine, buckets, document_tokens, fetch, config)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-_SPACE_MARKERS = "ĠĊĉ▁ \n\t\r"
+from .words import SPACE_MARKERS, vocabulary
+
 NO_KEY = -1
 # BM25's term-frequency saturation: a bucket that repeats a word ten times is not ten times the evidence.
 _SATURATION = 1.2
@@ -23,14 +24,14 @@ _SATURATION = 1.2
 def token_keys(tokenizer, vocab_size: int) -> torch.Tensor:
     """(V,) int64: each vocabulary entry's key, equal for entries that differ only in case or a leading space;
     NO_KEY for entries with no letter or digit and for ids past the tokenizer's vocabulary."""
-    known = tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
+    known = vocabulary(tokenizer, vocab_size)
     keys = torch.full((vocab_size,), NO_KEY, dtype=torch.int64)
     numbering: dict[str, int] = {}
     special = {i for i in tokenizer.all_special_ids if i is not None}
     for index, token in enumerate(known):
         if not token or index in special:
             continue
-        word = token.strip(_SPACE_MARKERS).lower()
+        word = token.strip(SPACE_MARKERS).lower()
         if any(ch.isalnum() for ch in word):
             keys[index] = numbering.setdefault(word, len(numbering))
     return keys

@@ -23,7 +23,7 @@ import torch
 
 # Byte-level BPE (GPT-2, Llama 3, Qwen, SmolLM) writes a leading space as "Ġ", a newline as "Ċ", a tab as
 # "ĉ"; SentencePiece (Llama 2, Mistral, Gemma) writes a leading space as "▁".
-_SPACE_MARKERS = frozenset("ĠĊĉ▁ \n\t\r")
+SPACE_MARKERS = "ĠĊĉ▁ \n\t\r"
 # Byte-level BPE newline, SentencePiece newline byte, and plain text newlines.
 _NEWLINES = ("Ċ", "<0x0A>", "\n")
 _SENTENCE_STOPS = (".", "!", "?")  # not ":" or ";": "Passcode: 4417" is one statement
@@ -39,10 +39,10 @@ def token_starts_word(token: str | None) -> bool:
     """
     if not token:
         return True
-    return token[0] in _SPACE_MARKERS or not token[0].isalnum()
+    return token[0] in SPACE_MARKERS or not token[0].isalnum()
 
 
-def _vocabulary(tokenizer, vocab_size: int) -> list[str | None]:
+def vocabulary(tokenizer, vocab_size: int) -> list[str | None]:
     """The vocabulary entries of ids below `vocab_size` that the tokenizer knows."""
     return tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
 
@@ -57,9 +57,9 @@ def _flags(tokens: list[str | None], vocab_size: int, rule, past_vocabulary: boo
 def word_start_flags(tokenizer, vocab_size: int, tokens: list[str | None] | None = None) -> torch.Tensor:
     """(V,) bool: True where token id v starts a word; ids past the tokenizer's vocabulary start one.
 
-    `tokens`: the vocabulary's entries when the caller has them already (`_vocabulary`).
+    `tokens`: the vocabulary's entries when the caller has them already (`vocabulary`).
     """
-    tokens = _vocabulary(tokenizer, vocab_size) if tokens is None else tokens
+    tokens = vocabulary(tokenizer, vocab_size) if tokens is None else tokens
     flags = _flags(tokens, vocab_size, token_starts_word, past_vocabulary=True)
     special = [i for i in tokenizer.all_special_ids if i is not None and 0 <= i < vocab_size]
     flags[special] = True
@@ -87,7 +87,7 @@ class TokenBoundaries:
 def token_boundaries(tokenizer, vocab_size: int) -> TokenBoundaries:
     """Word starts and sentence ends of every id below `vocab_size` (ids past the tokenizer's vocabulary
     start a word and end no sentence)."""
-    tokens = _vocabulary(tokenizer, vocab_size)  # one pass over the vocabulary for both
+    tokens = vocabulary(tokenizer, vocab_size)  # one pass over the vocabulary for both
     ends = _flags(tokens, vocab_size, token_ends_sentence, past_vocabulary=False)
     return TokenBoundaries(word_start_flags(tokenizer, vocab_size, tokens), ends)
 
