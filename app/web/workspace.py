@@ -156,7 +156,7 @@ class Workspace:
                 "nuc_unit": defaults.nuc_unit,
             },
             "answer_modes": [(MODE_WORDS[mode][0].upper() + MODE_WORDS[mode][1:], mode) for mode in ANSWER_MODES],
-            "answer_rankings": [(RANKING_WORDS[name], name) for name in RANKING_WORDS],
+            "answer_rankings": list(RANKING_WORDS),  # the names, as the CLI's --evidence-ranking takes them
             "answer_defaults": asdict(AnswerChoices()),
         }
 

@@ -149,7 +149,7 @@ class InfiniPotApp:
                 c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
                 self._answers_layout(choices["answer_modes"], choices["answer_rankings"], choices["answer_defaults"])
 
-    def _answers_layout(self, modes: list[tuple[str, str]], rankings: list[tuple[str, str]], defaults: dict) -> None:
+    def _answers_layout(self, modes: list[tuple[str, str]], rankings: list[str], defaults: dict) -> None:
         """The Settings tab's Answers group: how the next questions and summaries are answered. Plain words in
         the labels, the paper's and the decoder's terms in the small print."""
         c = self.c
@@ -159,7 +159,7 @@ class InfiniPotApp:
                 modes,
                 value=defaults["answer_from"],
                 label="Answer from",
-                info="evidence: pot + the document spans the question attends to most, read verbatim (default) · "
+                info="evidence: pot + the document spans the question points to, read verbatim (default) · "
                 "pot: the distilled KV cache alone, as in the paper · focus: the pot distilled again with the "
                 "question as catalyst prompt (CaP-Q at answer time)",
                 elem_id="ip-answer-from",
