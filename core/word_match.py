@@ -8,6 +8,9 @@ weighs much, one found everywhere ("the", "is") nearly nothing.
 
 Matching is on token keys: each vocabulary entry lowercased, without its space marker, so " Shared" and
 "shared" are one key; entries without a letter or digit (punctuation, spaces) have no key and never match.
+An alphabetic entry also loses a plain English inflection (fold_inflection), so "steps" finds "step" and
+"drained" finds "drain": on the development questions the bucket holding the answer then ranked in the top 12
+for 48 questions instead of 46 (docs/benchmarks.md, "Evidence").
 """
 
 from __future__ import annotations
@@ -19,11 +22,31 @@ from .words import SPACE_MARKERS, vocabulary
 NO_KEY = -1
 # BM25's term-frequency saturation: a bucket that repeats a word ten times is not ten times the evidence.
 _SATURATION = 1.2
+# Endings folded away, longest first; a stem keeps at least _STEM_LETTERS letters ("bus" stays "bus").
+_INFLECTIONS = ("ing", "ies", "ed", "es", "s")
+_STEM_LETTERS = 3
+
+
+def fold_inflection(word: str) -> str:
+    """A lower-case alphabetic word without a plain English inflection and without a final "e", so that
+    "line"/"lines", "process"/"processes"/"processed" and "flash"/"flashes" fold alike. Crude on purpose: the
+    question and the document are folded the same way, so a wrong stem only merges two rare words."""
+    if not word.isalpha():
+        return word
+    for ending in _INFLECTIONS:
+        stem = word[: -len(ending)]
+        if word.endswith(ending) and len(stem) >= _STEM_LETTERS and not (ending == "s" and stem.endswith("s")):
+            word = stem + ("y" if ending == "ies" else "")
+            break
+    if word.endswith("e") and len(word) > _STEM_LETTERS:
+        word = word[:-1]
+    return word
 
 
 def token_keys(tokenizer, vocab_size: int) -> torch.Tensor:
-    """(V,) int64: each vocabulary entry's key, equal for entries that differ only in case or a leading space;
-    NO_KEY for entries with no letter or digit and for ids past the tokenizer's vocabulary."""
+    """(V,) int64: each vocabulary entry's key, equal for entries that differ only in case, a leading space or
+    an inflection (fold_inflection); NO_KEY for entries with no letter or digit and for ids past the tokenizer's
+    vocabulary."""
     known = vocabulary(tokenizer, vocab_size)
     keys = torch.full((vocab_size,), NO_KEY, dtype=torch.int64)
     numbering: dict[str, int] = {}
@@ -33,7 +56,7 @@ def token_keys(tokenizer, vocab_size: int) -> torch.Tensor:
             continue
         word = token.strip(SPACE_MARKERS).lower()
         if any(ch.isalnum() for ch in word):
-            keys[index] = numbering.setdefault(word, len(numbering))
+            keys[index] = numbering.setdefault(fold_inflection(word), len(numbering))
     return keys
 
 

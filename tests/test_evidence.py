@@ -17,7 +17,16 @@ from infinipot.core.citations import answer_attention
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.engine import AnswerStats, Engine
-from infinipot.core.evidence import Bucket, EvidenceConfig, Span, choose_spans, find_evidence, ranked_buckets, widen
+from infinipot.core.evidence import (
+    Bucket,
+    EvidenceConfig,
+    Span,
+    choose_spans,
+    find_evidence,
+    ranked_buckets,
+    spans_to_read,
+    widen,
+)
 from infinipot.core.model import LoadedModel
 from infinipot.core.summary import SummaryConfig, blocks_of, summarize_document
 
@@ -76,6 +85,20 @@ def test_a_span_is_cut_at_the_budget_edge():
     config = EvidenceConfig(budget_tokens=70, bucket_tokens=64, max_span_tokens=128)
     (span,) = choose_spans([Bucket(1, 1.0, 100)], len(document), fetch_from(document), ends, config)
     assert len(span) == 70 and span.start <= 64 < span.end  # the bucket (64-127) itself is read
+
+
+def test_a_bucket_in_the_pots_verbatim_tail_is_cited_but_not_read_and_costs_no_budget():
+    document = ([5] * 15 + [0]) * 40  # 640 tokens, a sentence every 16
+    config = EvidenceConfig(budget_tokens=32, bucket_tokens=8, max_span_tokens=40, max_spans=3)
+    buckets = [Bucket(75, 0.5, 603), Bucket(10, 0.3, 83), Bucket(20, 0.2, 163)]  # the best is in the tail
+    spans = choose_spans(buckets, len(document), fetch_from(document), ends, config, held_from=592)
+    held = [s for s in spans if s.held]
+    assert [(s.start, s.end) for s in held] == [(592, 608)]  # widened inside the tail only
+    assert sum(len(s) for s in spans if not s.held) == 32  # the whole budget left for spans to read
+    assert [s.start for s in spans] == [80, 160, 592]
+    assert spans_to_read(spans) == [s.ids for s in spans[:2]]
+    # without a tail every span is read
+    assert not any(s.held for s in choose_spans(buckets, len(document), fetch_from(document), ends, config))
 
 
 def test_blocks_group_consecutive_spans_within_the_block_size():

@@ -9,7 +9,7 @@ from tiny_models import random_ids, tiny_loaded, tiny_tokenizer
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.evidence import Bucket, EvidenceConfig, fused, verbatim_tail_start, word_ranked_buckets
-from infinipot.core.word_match import NO_KEY, token_keys, word_match_scores
+from infinipot.core.word_match import NO_KEY, fold_inflection, token_keys, word_match_scores
 
 
 def test_keys_ignore_case_and_the_leading_space_and_skip_punctuation():
@@ -25,6 +25,41 @@ def test_keys_ignore_case_and_the_leading_space_and_skip_punctuation():
     assert by_token["."] == NO_KEY and by_token["Ġ"] == NO_KEY
     assert all(keys[i] == NO_KEY for i in tokenizer.all_special_ids)
     assert (keys[len(tokenizer) :] == NO_KEY).all()  # ids past the vocabulary never match
+
+
+def test_inflections_fold_to_one_key_and_short_words_and_codes_stay_whole():
+    same = [("steps", "step"), ("drained", "drain"), ("flashes", "flash"), ("lines", "line"), ("studies", "study")]
+    same += [("processes", "process"), ("processing", "processed"), ("classes", "class")]
+    for a, b in same:
+        assert fold_inflection(a) == fold_inflection(b), (a, b)
+    for word in ("bus", "is", "was", "asn1", "42", "x-scheme"):
+        assert fold_inflection(word) == word
+    assert fold_inflection("steps") != fold_inflection("stop")
+
+
+class _ListedVocabulary:
+    """The two methods token_keys asks a tokenizer for, over a fixed list of entries."""
+
+    all_special_ids = [0]
+
+    def __init__(self, entries: list[str]) -> None:
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
+        return [self.entries[i] for i in ids]
+
+
+def test_token_keys_fold_inflected_entries_of_the_vocabulary_together():
+    entries = ["<|endoftext|>", "Ġsteps", "step", "ĠDrained", "drain", "Ġstop", ".", "Ġlines", "Line"]
+    keys = token_keys(_ListedVocabulary(entries), len(entries)).tolist()
+    assert keys[1] == keys[2] != NO_KEY  # " steps" and "step"
+    assert keys[3] == keys[4] != NO_KEY  # " Drained" and "drain"
+    assert keys[7] == keys[8] != NO_KEY
+    assert len({keys[1], keys[3], keys[5], keys[7]}) == 4
+    assert keys[0] == keys[6] == NO_KEY
 
 
 KEYS = torch.arange(100)  # every id its own key, in the index-level tests

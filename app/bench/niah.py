@@ -23,7 +23,7 @@ from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
-from infinipot.core.evidence import EvidenceConfig, find_evidence
+from infinipot.core.evidence import EvidenceConfig, find_evidence, spans_to_read
 from infinipot.core.pot import Pot
 from infinipot.core.scorers import make_scorer
 
@@ -213,12 +213,12 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
             engine, pot, QUESTION, len(trial.document), fetch, EvidenceConfig(), settings.max_new_tokens
         )
         cited = AnswerStats()
-        evidence = [span.ids for span in spans]
+        evidence = spans_to_read(spans)
         answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, cited, evidence=evidence)).strip()
         outcome |= {
             "evidence_answer": answer,
             "evidence_found": found_key(answer, trial.key),
-            "evidence_tokens": sum(len(span) for span in spans),
+            "evidence_tokens": sum(len(ids) for ids in evidence),
             "evidence_holds_key": any(_holds(span.ids, trial) for span in spans),
             "evidence_ttft_seconds": round(cited.ttft_seconds or 0.0, 3),
         }

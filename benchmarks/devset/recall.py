@@ -1,7 +1,7 @@
 """Evidence recall alone (no answers generated): which evidence ranking finds the passage that holds the answer.
 
     .venv/bin/python -m benchmarks.devset.recall --docs bench-results/devset-docs --home /tmp/ip-home-devset-modes \\
-        --rankings attention,words,both --budgets 512,768
+        --rankings attention,words,both --budgets 512,768 [--max-spans 12] [--max-span-tokens 192]
 
 Each document is read once into the default pot (reused when the home has it); for each question the spans of
 `evidence` mode are chosen (app.ask.evidence.gather_evidence, as `ask` does) and decoded; recall is the share of
@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--rankings", default="attention,words,both")
     parser.add_argument("--budgets", default="768")
+    parser.add_argument("--max-spans", type=int, help="most spans read (EvidenceConfig's default when omitted)")
+    parser.add_argument("--max-span-tokens", type=int, help="longest span (EvidenceConfig's default when omitted)")
     parser.add_argument("--out", type=Path, help="write per-question results here (JSON)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -43,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
 
     rankings = args.rankings.split(",")
     budgets = [int(b) for b in args.budgets.split(",")]
+    shape = {}
+    if args.max_spans is not None:
+        shape["max_spans"] = args.max_spans
+    if args.max_span_tokens is not None:
+        shape["max_span_tokens"] = args.max_span_tokens
     service = DocumentService(args.home, device="cpu")
     found: dict[tuple[str, int], list[bool]] = {}
     seconds: dict[tuple[str, int], list[float]] = {}
@@ -58,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             targets = list(question["answers"]) + [question["evidence"]]
             for ranking in rankings:
                 for budget in budgets:
-                    config = EvidenceConfig(budget_tokens=budget, ranking=ranking)
+                    config = EvidenceConfig(budget_tokens=budget, ranking=ranking, **shape)
                     began = time.perf_counter()
                     spans, _ = gather_evidence(service.library, stored, question["question"], config, 256)
                     took = time.perf_counter() - began
