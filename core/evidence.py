@@ -316,19 +316,3 @@ def choose_buckets(
     vocab = ends.shape[0]
     ends_sentence = lambda t: t < vocab and bool(ends[t])  # noqa: E731 - a one-line adapter
     return choose_spans(buckets, document_tokens, fetch, ends_sentence, config, held_from)
-
-
-def spans_attended_by(
-    engine: Engine,
-    pot: Pot,
-    prompt_ids: list[int],
-    document_tokens: int,
-    fetch: Callable[[int, int], list[int]],
-    config: EvidenceConfig,
-    before: list[int] | None = None,
-) -> list[Span]:
-    """The document spans that `prompt_ids` (a question, or the general catalyst for a summary) attend to
-    most over the pot, widened to sentences, within the budget, in document order. `before`: tokens that run
-    ahead of the prompt (their own queries are not counted)."""
-    buckets = attention_ranking(engine, pot, prompt_ids, before or [], document_tokens, config)
-    return choose_buckets(engine, buckets, document_tokens, fetch, config)

@@ -4,7 +4,8 @@ Asked to summarize a 4K pot of a 100K-token text at once, a small model writes g
 of kept sentences. Instead the general catalyst (the CaP-G prompt the pot was distilled with) measures what
 the pot itself holds important; those spans are read verbatim from the document, in document order, grouped
 into blocks that fit the context comfortably, each block is summarized on its own, and then the partial
-summaries are summarized into one.
+summaries are summarized into one. The document's opening always comes first: a title page, an abstract or a
+first paragraph says what the whole document is, which scattered spans from its middle rarely do.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from .decoding import DecodingConfig
 from .engine import AnswerStats, Engine
-from .evidence import EvidenceConfig, Span, holds_whole_document, spans_attended_by
+from .evidence import Bucket, EvidenceConfig, Span, attention_ranking, choose_buckets, holds_whole_document
 from .pot import Pot
 
 
@@ -27,6 +28,8 @@ class SummaryConfig:
     block_tokens: int = 1536
     # Length of each partial summary (the final one uses the caller's decoding).
     part_new_tokens: int = 160
+    # The document's first tokens, read first whatever the attention ranks (part of span_tokens).
+    opening_tokens: int = 256
 
     def __post_init__(self) -> None:
         if self.block_tokens < 64:
@@ -35,10 +38,22 @@ class SummaryConfig:
             raise ValueError(f"summary spans ({self.span_tokens}) must fill at least one block ({self.block_tokens})")
         if self.part_new_tokens < 1:
             raise ValueError(f"partial summaries need at least 1 token, got {self.part_new_tokens}")
+        if not 0 <= self.opening_tokens <= self.span_tokens:
+            raise ValueError(
+                f"the opening read first must be 0 to {self.span_tokens} tokens (the summary's spans), "
+                f"got {self.opening_tokens}"
+            )
 
     def spans(self) -> EvidenceConfig:
         """How the spans are chosen: as evidence, with the summary's budget and room for many spans."""
         return EvidenceConfig(budget_tokens=self.span_tokens, max_spans=max(8, self.span_tokens // 64))
+
+
+def opening_first(buckets: list[Bucket], opening_tokens: int, bucket_tokens: int) -> list[Bucket]:
+    """The ranking with the buckets of the document's first `opening_tokens` moved to its top, in order."""
+    count = (opening_tokens + bucket_tokens - 1) // bucket_tokens
+    opening = [Bucket(index, 0.0, index * bucket_tokens) for index in range(count)]
+    return opening + [bucket for bucket in buckets if bucket.index >= count]
 
 
 def blocks_of(spans: list[Span], block_tokens: int) -> list[list[Span]]:
@@ -71,7 +86,10 @@ def summarize_document(
     if holds_whole_document(pot):
         yield from engine.summarize(pot, decoding, stats)
         return
-    spans = spans_attended_by(engine, pot, engine.catalyst_ids, document_tokens, fetch, config.spans())
+    span_config = config.spans()
+    ranked = attention_ranking(engine, pot, engine.catalyst_ids, [], document_tokens, span_config)
+    ranked = opening_first(ranked, min(config.opening_tokens, document_tokens), span_config.bucket_tokens)
+    spans = choose_buckets(engine, ranked, document_tokens, fetch, span_config)
     blocks = blocks_of(spans, config.block_tokens)
     if not blocks:
         yield from engine.summarize(pot, decoding, stats)

@@ -28,7 +28,7 @@ from infinipot.core.evidence import (
     widen,
 )
 from infinipot.core.model import LoadedModel
-from infinipot.core.summary import SummaryConfig, blocks_of, summarize_document
+from infinipot.core.summary import SummaryConfig, blocks_of, opening_first, summarize_document
 
 STOP = 0  # the token that ends a sentence in the index-level tests
 
@@ -179,8 +179,11 @@ def test_a_long_document_is_summarized_part_by_part_within_the_pot():
     document = planted_document(900, at=500)
     pot = engine.read([document])
     lengths = record_cache_lengths(engine.model)
-    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4)
+    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32)
     calls = []
+    blocks_read = []
+    read = engine.read
+    engine.read = lambda chunks: read(blocks_read.append(list(chunks)) or blocks_read[-1])
     text = "".join(
         summarize_document(
             engine,
@@ -198,6 +201,16 @@ def test_a_long_document_is_summarized_part_by_part_within_the_pot():
     assert calls == [(k, blocks) for k in range(1, blocks + 2)]  # every part, then the combination
     assert max(lengths) <= engine.config.pot_size
     assert text.strip()  # the combined summary (the attending model never ends an answer early)
+    assert blocks_read[0][0][:32] == document[:32]  # the first part opens with the document's opening
+
+
+def test_the_summary_ranking_puts_the_opening_first_without_repeating_it():
+    ranked = [Bucket(7, 0.5, 450), Bucket(1, 0.3, 70), Bucket(4, 0.2, 260)]
+    reordered = opening_first(ranked, opening_tokens=130, bucket_tokens=64)
+    assert [b.index for b in reordered] == [0, 1, 2, 7, 4]
+    assert opening_first(ranked, 0, 64) == ranked
+    with pytest.raises(ValueError, match="opening"):
+        SummaryConfig(span_tokens=2048, opening_tokens=4096)
 
 
 # -- through the service and the CLI ----------------------------------------------------------------------
