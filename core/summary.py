@@ -4,12 +4,15 @@ Asked to summarize a 4K pot of a 100K-token text at once, a small model writes g
 of kept sentences. Instead the general catalyst (the CaP-G prompt the pot was distilled with) measures what
 the pot itself holds important; those spans are read verbatim from the document, in document order, grouped
 into blocks that fit the context comfortably, each block is summarized on its own, and then the partial
-summaries are summarized into one. The document's opening always comes first: a title page, an abstract or a
-first paragraph says what the whole document is, which scattered spans from its middle rarely do.
+summaries are summarized into one. The document's opening always comes first, in the first block and again
+before the partial summaries when they are combined: a title page, an abstract or a first paragraph says what
+the whole document is, which scattered spans from its middle rarely do, and a 135M model's partial summary of
+a block of fragments often loses it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -54,6 +57,24 @@ def opening_first(buckets: list[Bucket], opening_tokens: int, bucket_tokens: int
     count = (opening_tokens + bucket_tokens - 1) // bucket_tokens
     opening = [Bucket(index, 0.0, index * bucket_tokens) for index in range(count)]
     return opening + [bucket for bucket in buckets if bucket.index >= count]
+
+
+# A "word" this long in a partial summary is a run of fragments ("gnu-h-h-n-h-l-h-m-..."): what the default
+# model writes when a block of table-of-contents lines defeats it and the 4-gram ban forbids plain repeating.
+_RUN_ON_WORD = 25
+
+
+def is_run_on(part: str) -> bool:
+    """Whether most of a partial summary's text is in run-on fragments (long "words" of one- or two-letter
+    pieces) rather than words; a long identifier such as asn1_der_decoding_startEnd is not one."""
+    text = "".join(part.split())
+
+    def fragments(word: str) -> bool:
+        pieces = [piece for piece in re.split(r"[-_./]", word) if piece]
+        return len(word) > _RUN_ON_WORD and bool(pieces) and len(word) / len(pieces) < 3
+
+    run_on = sum(len(word) for word in part.split() if fragments(word))
+    return bool(text) and run_on > 0.3 * len(text)
 
 
 def blocks_of(spans: list[Span], block_tokens: int) -> list[list[Span]]:
@@ -105,10 +126,13 @@ def summarize_document(
             on_part(index, len(blocks))
         ids = engine.joined_spans([span.ids for span in block])
         parts.append("".join(engine.summarize(engine.read([ids]), part_decoding)).strip())
+    parts = [part for part in parts if not is_run_on(part)] or parts  # keep every part if all are run-on
     if len(parts) == 1:
         yield parts[0]
         return
     if on_part is not None:
         on_part(len(blocks) + 1, len(blocks))
-    combined = engine.read([engine.tokenizer("\n\n".join(parts), add_special_tokens=False)["input_ids"]])
+    opening = fetch(0, min(config.opening_tokens, document_tokens))
+    partial = engine.tokenizer("\n\n".join(parts) + "\n\n", add_special_tokens=False)["input_ids"]
+    combined = engine.read([partial + list(opening)])
     yield from engine.summarize(combined, decoding, stats)

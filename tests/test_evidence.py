@@ -28,7 +28,7 @@ from infinipot.core.evidence import (
     widen,
 )
 from infinipot.core.model import LoadedModel
-from infinipot.core.summary import SummaryConfig, blocks_of, opening_first, summarize_document
+from infinipot.core.summary import SummaryConfig, blocks_of, is_run_on, opening_first, summarize_document
 
 STOP = 0  # the token that ends a sentence in the index-level tests
 
@@ -202,6 +202,13 @@ def test_a_long_document_is_summarized_part_by_part_within_the_pot():
     assert max(lengths) <= engine.config.pot_size
     assert text.strip()  # the combined summary (the attending model never ends an answer early)
     assert blocks_read[0][0][:32] == document[:32]  # the first part opens with the document's opening
+
+
+def test_a_partial_summary_of_run_on_fragments_is_recognised():
+    assert is_run_on("The [gnu-h-h-n-h-l-h-m-n-m-m-h-t-t-h-w-w-h-v-w-v-h-i-i-h-j-j-i-j-m-j-n-n-s-n-t-n-w-n-y-y-z")
+    assert not is_run_on("The manual describes libtasn1, a library for ASN.1 and DER encoding.")
+    assert not is_run_on("It documents asn1_read_value_type and asn1_der_decoding_startEnd among others.")
+    assert not is_run_on("")
 
 
 def test_the_summary_ranking_puts_the_opening_first_without_repeating_it():
