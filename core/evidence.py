@@ -32,7 +32,7 @@ FUSION_DEPTH = 10
 @dataclass(frozen=True)
 class EvidenceConfig:
     # Document tokens read verbatim into the answer's context, all spans together. The default is chosen
-    # from the measured curve of accuracy against time to first token (docs/benchmarks.md, "Evidence").
+    # from the measured curve of accuracy against time to first token (benchmarks/devset/results/modes.md).
     budget_tokens: int = 768
     # Attention is summed over buckets of this many document tokens before ranking: one fact spreads its
     # attention over a few neighbouring tokens, and a bucket also ranks a sentence's tokens together.
@@ -51,7 +51,7 @@ class EvidenceConfig:
     attention: CitationConfig = CitationConfig()
     # What points at the spans: "attention", the question's attention over the pot (it sees only what the pot
     # kept); "words", the question's words found in the whole stored document (core.word_match); "both", the
-    # two rankings fused. Measured on the development set (docs/benchmarks.md, "Evidence").
+    # two rankings fused. Measured on the development set (docs/benchmarks.md, "Evidence answers ...").
     ranking: str = "both"
 
     def __post_init__(self) -> None:

@@ -10,7 +10,7 @@ Matching is on token keys: each vocabulary entry lowercased, without its space m
 "shared" are one key; entries without a letter or digit (punctuation, spaces) have no key and never match.
 An alphabetic entry also loses a plain English inflection (fold_inflection), so "steps" finds "step" and
 "drained" finds "drain": on the development questions the bucket holding the answer then ranked in the top 12
-for 48 questions instead of 46 (docs/benchmarks.md, "Evidence").
+for 48 questions instead of 46 (docs/benchmarks.md, "Evidence answers on the development questions").
 """
 
 from __future__ import annotations
