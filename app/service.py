@@ -214,10 +214,11 @@ class DocumentService:
             self.library, stored, question, settings.evidence, decoding.max_new_tokens
         )
         stats.warnings += warnings
-        stats.evidence_tokens = sum(len(span) for span in spans if not span.held)
+        to_read = spans_to_read(spans)
+        stats.evidence_tokens = sum(len(ids) for ids in to_read)
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         stats.evidence_seconds = time.perf_counter() - started
-        return engine.answer(pot, question, decoding, stats, evidence=spans_to_read(spans))
+        return engine.answer(pot, question, decoding, stats, evidence=to_read)
 
     def summarize(
         self,

@@ -4,10 +4,10 @@ Asked to summarize a 4K pot of a 100K-token text at once, a small model writes g
 of kept sentences. Instead the general catalyst (the CaP-G prompt the pot was distilled with) measures what
 the pot itself holds important; those spans are read verbatim from the document, in document order, grouped
 into blocks that fit the context comfortably, each block is summarized on its own, and then the partial
-summaries are summarized into one. The document's opening always comes first, in the first block and again
-before the partial summaries when they are combined: a title page, an abstract or a first paragraph says what
-the whole document is, which scattered spans from its middle rarely do, and a 135M model's partial summary of
-a block of fragments often loses it.
+summaries are summarized into one. The document's opening always comes first in the first block, and is read
+again after the partial summaries, right before the request that combines them: a title page, an abstract or
+a first paragraph says what the whole document is, which scattered spans from its middle rarely do, and a
+135M model's partial summary of a block of fragments often loses it.
 """
 
 from __future__ import annotations
@@ -67,14 +67,14 @@ _RUN_ON_WORD = 25
 def is_run_on(part: str) -> bool:
     """Whether most of a partial summary's text is in run-on fragments (long "words" of one- or two-letter
     pieces) rather than words; a long identifier such as asn1_der_decoding_startEnd is not one."""
-    text = "".join(part.split())
+    words = part.split()
 
     def fragments(word: str) -> bool:
         pieces = [piece for piece in re.split(r"[-_./]", word) if piece]
         return len(word) > _RUN_ON_WORD and bool(pieces) and len(word) / len(pieces) < 3
 
-    run_on = sum(len(word) for word in part.split() if fragments(word))
-    return bool(text) and run_on > 0.3 * len(text)
+    letters = sum(len(word) for word in words)
+    return letters > 0 and sum(len(word) for word in words if fragments(word)) > 0.3 * letters
 
 
 def blocks_of(spans: list[Span], block_tokens: int) -> list[list[Span]]:
