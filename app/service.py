@@ -66,9 +66,12 @@ class DocumentService:
         model_name: str = "default",
         on_progress: Callable[[Pot], None] | None = None,
         follow: bool = False,
+        checkpoint_seconds: float | None = None,
     ) -> ReadReport:
-        """Read a document into a stored pot, resume an interrupted read, or reuse the stored pot (read/)."""
-        report = self.reader.read(path, config, model_name, on_progress, follow)
+        """Read a document into a stored pot, resume an interrupted read, or reuse the stored pot (read/).
+
+        `checkpoint_seconds`: seconds of reading between resume points for this read (None: the service's)."""
+        report = self.reader.read(path, config, model_name, on_progress, follow, checkpoint_seconds)
         self.forget_pot(report.doc_id)
         return report
 
@@ -116,6 +119,10 @@ class DocumentService:
         self.merged_pots.forget_document(document.id)
         self.forget_pot(document.id)
         return result
+
+    def in_use(self, doc_id: str, what: str):
+        """Hold the document in use for a `with` block: a delete from any process refuses meanwhile."""
+        return self.store.in_use(doc_id, what)
 
     def discard_files(self, doc_id: str) -> None:
         """Remove the app's files of a document that was never stored (a failed or cancelled first read)."""
@@ -194,10 +201,21 @@ class DocumentService:
             if conversation.document_id != stored.doc_id:
                 raise DocumentNotFound(f"conversation {conversation_id} is not about this document")
         stats = AskStats(load_seconds=time.perf_counter() - started, warnings=list(stored.warnings))
+        if record and self.store.read_only:
+            record = False
+            stats.warnings.append(f"the data folder {self.home} is read-only, so this answer is not saved")
         pieces = self._answer(stored, question, settings, stats)
         if not record:
-            return cited_answer(self.library, pieces, stats, stored, question), stats, reused
-        return recorded_answer(self.library, pieces, stats, stored, question, conversation_id), stats, reused
+            answer = cited_answer(self.library, pieces, stats, stored, question)
+        else:
+            answer = recorded_answer(self.library, pieces, stats, stored, question, conversation_id)
+        return self._while_in_use(stored.doc_id, "answering a question", answer), stats, reused
+
+    def _while_in_use(self, doc_id: str, what: str, pieces: Iterator[str]) -> Iterator[str]:
+        """The pieces, with the document marked in use from the first piece until the answer is recorded, so a
+        delete from any process waits for it (storage/uses.py)."""
+        with self.store.in_use(doc_id, what):
+            yield from pieces
 
     def _answer(self, stored: StoredPot, question: str, settings: AnswerSettings, stats: AskStats) -> Iterator[str]:
         """The answer's pieces in the chosen mode; evidence spans are found before the first piece."""

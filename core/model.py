@@ -85,7 +85,10 @@ def resolve_model_dir(spec: ModelSpec, home: Path) -> tuple[str, str]:
     if spec.name == DEFAULT_MODEL:
         target = home / "models" / _DEFAULT_CACHE_NAME
         if not (target / "config.json").is_file():
-            _convert_default(target)
+            if not _may_create(target.parent):  # a read-only data folder: convert into the temporary folder
+                target = Path(tempfile.gettempdir()) / f"infinipot-models-{os.getuid()}" / _DEFAULT_CACHE_NAME
+            if not (target / "config.json").is_file():
+                _convert_default(target)
         return str(target), _DEFAULT_CACHE_NAME
     path = Path(spec.name).expanduser()
     if path.exists():
@@ -94,6 +97,13 @@ def resolve_model_dir(spec: ModelSpec, home: Path) -> tuple[str, str]:
         digest = hashlib.sha256((path / "config.json").read_bytes()).hexdigest()[:12]
         return str(path.resolve()), f"{path.resolve().name}-{digest}"
     return spec.name, spec.name
+
+
+def _may_create(folder: Path) -> bool:
+    """Whether files can be made in `folder`, or in the nearest existing folder above it."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def pick_device(spec: ModelSpec) -> torch.device:

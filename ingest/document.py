@@ -12,7 +12,7 @@ from .detect import Detection, detect
 from .errors import IngestError
 from .location import Segment
 from .locmap import TokenLocationMap
-from .rawbytes import describe_os_error
+from .rawbytes import describe_os_error, not_a_regular_file, special_file_kind
 from .readers.base import ReadContext, Reader, Source
 from .span import TextSpan
 from .tokenstream import Progress, TokenStream
@@ -71,7 +71,11 @@ def open_document(path: str | os.PathLike) -> Document:
     try:
         if path.is_dir():
             raise IngestError(f"'{name}' is a folder, not a file")
-        size = path.stat().st_size
+        status = path.stat()
+        special = special_file_kind(status.st_mode)
+        if special is not None:
+            raise IngestError(not_a_regular_file(name, special))
+        size = status.st_size
         if size == 0:
             raise IngestError(f"'{name}' is empty (0 bytes)")
         detection = detect(path, name, size)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from .errors import IngestError
@@ -22,10 +23,29 @@ def describe_os_error(name: str, exc: OSError) -> str:
     return f"'{name}' cannot be read: {exc.strerror or exc}"
 
 
+def special_file_kind(mode: int) -> str | None:
+    """What a file that is not a regular file is ("a named pipe (FIFO)"), from its st_mode; None for a regular
+    file or a folder. Opening a FIFO blocks until something writes to it, so this is checked before any open."""
+    kinds = (
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
+    return next((kind for test, kind in kinds if test(mode)), None)
+
+
+def not_a_regular_file(name: str, kind: str) -> str:
+    return f"'{name}' is {kind}, not a regular file; save what it gives to a file and read that"
+
+
 def file_fingerprint(path: str | os.PathLike) -> str:
     """SHA-256 hex digest of the file's raw bytes, read in chunks without parsing."""
     path = Path(path)
     try:
+        kind = special_file_kind(path.stat().st_mode)
+        if kind is not None:
+            raise IngestError(not_a_regular_file(path.name, kind))
         with open(path, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError as exc:

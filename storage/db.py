@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sqlite_utils import Database, Migrations
 
+from .errors import ReadOnlyHome
 from .migrations import MIGRATIONS
 
 # How long a writer waits for another process's write transaction before "database is locked".
@@ -20,8 +21,13 @@ BUSY_TIMEOUT_SECONDS = 30.0
 _LOCKS: dict[int, threading.RLock] = {}
 
 
-def open_database(path: Path) -> Database:
-    """Open (creating if needed) the database at `path` and bring its schema up to date."""
+def open_database(path: Path, read_only: bool = False) -> Database:
+    """Open (creating if needed) the database at `path` and bring its schema up to date.
+
+    `read_only`: the data folder cannot be written (open_read_only); nothing is created or migrated.
+    """
+    if read_only:
+        return open_read_only(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
     db = Database(conn, execute_plugins=False)
@@ -33,6 +39,36 @@ def open_database(path: Path) -> Database:
     db.execute("PRAGMA synchronous = FULL")
     migrate(db)
     return db
+
+
+def open_read_only(path: Path) -> Database:
+    """The database of a folder nobody may write to: listing and answering from stored pots still work.
+
+    SQLite opens a WAL database read-only only while its -shm file exists or can be created; in a folder that
+    cannot be written and after a clean close (which removes it) neither holds, so the file is then opened as
+    immutable, which is true of it while the folder stays read-only. No database yet: an empty one in memory.
+    """
+    if not path.is_file():
+        db = Database(sqlite3.connect(":memory:", check_same_thread=False), execute_plugins=False)
+        migrate(db)
+        return db
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        uri = f"{path.as_uri()}?{flags}"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            continue
+        db = Database(conn, execute_plugins=False)
+        if MIGRATIONS.pending(db):
+            db.close()
+            raise ReadOnlyHome(
+                f"the database in {path.parent} was made by an older version and must be upgraded, "
+                "but the folder is read-only; make it writable and try again"
+            )
+        return db
+    raise ReadOnlyHome(f"the database in {path.parent} cannot be opened, even read-only")
 
 
 def migrate(db: Database, migrations: Migrations = MIGRATIONS) -> None:

@@ -114,6 +114,27 @@ def m0003(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0004_document_uses")
+def m0004(db: Database) -> None:
+    # Who is using a document right now (answering from it, following it), so a delete from another process
+    # waits its turn instead of pulling the rows from under an answer about to be recorded. No foreign key:
+    # a use outlives nothing, and rows of dead processes are swept by the next look.
+    _run_script(
+        db,
+        """
+        CREATE TABLE document_uses (
+            id INTEGER PRIMARY KEY,
+            document_id TEXT NOT NULL,
+            what TEXT NOT NULL,                -- 'answering a question', 'following the file'
+            pid INTEGER NOT NULL,
+            process_started REAL NOT NULL,     -- with pid: the process, even after its pid is reused
+            since TEXT NOT NULL
+        );
+        CREATE INDEX document_uses_document ON document_uses(document_id);
+        """,
+    )
+
+
 def _run_script(db: Database, script: str) -> None:
     """Run statements one by one: sqlite3's executescript would COMMIT first and break the migration's transaction."""
     statement = ""

@@ -7,8 +7,11 @@ pointing at a file that is not there.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -18,26 +21,55 @@ from .checkpoints import Checkpoints
 from .conversations import Conversations
 from .db import close_database, open_database
 from .documents import Documents
-from .errors import DamagedFile
+from .errors import DamagedFile, InUse, ReadOnlyHome
 from .liveness import is_running, this_process
 from .pots import Pots, ReadInProgress
 from .records import CheckpointRecord, DocumentRecord, PotRecord
 from .tensors import checked_bytes, read_tensor_file, write_tensor_file
+from .uses import DocumentUses
 
 DATABASE_NAME = "infinipot.db"
 
 
+def folder_is_writable(folder: Path) -> bool:
+    """Whether this process may create files in `folder`, or in the nearest existing folder above it."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
 class Store:
-    """Opened lazily: constructing a Store touches nothing on disk."""
+    """Opened lazily: constructing a Store touches nothing on disk.
+
+    A data folder this process cannot write is opened read-only: listing and answering from stored pots work,
+    and what must write (reading, deleting) raises ReadOnlyHome with one line (`require_writable`).
+    """
 
     def __init__(self, home: Path) -> None:
         self.home = Path(home)
         self._db: Database | None = None
+        self._read_only: bool | None = None
+
+    @property
+    def read_only(self) -> bool:
+        if self._read_only is None:
+            database = self.home / DATABASE_NAME
+            writable = folder_is_writable(self.home) and (not database.exists() or os.access(database, os.W_OK))
+            self._read_only = not writable
+        return self._read_only
+
+    def require_writable(self, doing: str) -> None:
+        """Raise ReadOnlyHome, saying that `doing` ("reading notes.txt") must write, when the folder is read-only."""
+        if self.read_only:
+            raise ReadOnlyHome(
+                f"the data folder {self.home} is read-only, and {doing} must write there; make it writable "
+                "or set INFINIPOT_HOME to a folder you can write"
+            )
 
     @property
     def db(self) -> Database:
         if self._db is None:
-            self._db = open_database(self.home / DATABASE_NAME)
+            self._db = open_database(self.home / DATABASE_NAME, read_only=self.read_only)
         return self._db
 
     @property
@@ -55,6 +87,23 @@ class Store:
     @property
     def conversations(self) -> Conversations:
         return Conversations(self.db)
+
+    @property
+    def uses(self) -> DocumentUses:
+        return DocumentUses(self.db)
+
+    @contextmanager
+    def in_use(self, document_id: str, what: str) -> Iterator[None]:
+        """Mark the document in use by this process for the block (nothing to mark in a read-only folder, where
+        no delete can happen)."""
+        if self.read_only:
+            yield
+            return
+        use_id = self.uses.begin(document_id, what)
+        try:
+            yield
+        finally:
+            self.uses.end(use_id)
 
     def close(self) -> None:
         if self._db is not None:
@@ -181,8 +230,14 @@ class Store:
     def delete_document(self, document: DocumentRecord) -> int:
         """Delete the document's rows (one transaction) and then its files; returns the bytes freed.
 
-        Raises ReadInProgress while another running process is reading it.
+        Raises ReadInProgress while another running process is reading it, InUse while a running process
+        answers from it or follows it, ReadOnlyHome when the data folder cannot be written.
         """
+        self.require_writable(f"deleting {document.name}")
+        for use in self.uses.live(document.id):
+            raise InUse(
+                f"{document.name} is in use by process {use.pid} ({use.what}); delete it when that has finished"
+            )
         pots = self.pots.for_document(document.id)
         for pot in pots:
             if (
@@ -221,4 +276,4 @@ class Store:
                     path.unlink(missing_ok=True)
 
 
-__all__ = ["DamagedFile", "ReadInProgress", "Store"]
+__all__ = ["DamagedFile", "InUse", "ReadInProgress", "ReadOnlyHome", "Store"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 
 from infinipot.app.ask.citing import cite_answer
@@ -10,6 +11,8 @@ from infinipot.app.ask.stats import AskStats
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.core.engine import AnswerStats
+from infinipot.storage.errors import NotStored
+from infinipot.storage.store import Store
 
 
 def cited_answer(
@@ -36,6 +39,19 @@ def recorded_answer(
     for piece in cited_answer(library, pieces, stats, stored, question):
         text.append(piece)
         yield piece
+    deleted = f"{stored.name} was deleted while this answer was written, so it is not saved"
+    if store.documents.get(stored.doc_id) is None:  # a delete that ran before this answer marked it in use
+        stats.warnings.append(deleted)
+        return
+    try:
+        _record(store, stored, question, "".join(text).strip(), stats, conversation_id)
+    except (sqlite3.IntegrityError, NotStored):  # the same delete, committed between the look and the write
+        stats.warnings.append(deleted)
+
+
+def _record(
+    store: Store, stored: StoredPot, question: str, answer: str, stats: AskStats, conversation_id: int | None
+) -> None:
     if conversation_id is None:
         conversation_id = store.conversations.create(stored.doc_id, stored.record.id, question[:80]).id
     meta = {
@@ -46,9 +62,7 @@ def recorded_answer(
         "citations": stats.citations,
         "answer_from": stats.answer_from,
     }
-    store.conversations.append_many(
-        conversation_id, [("user", question, None), ("assistant", "".join(text).strip(), meta)]
-    )
+    store.conversations.append_many(conversation_id, [("user", question, None), ("assistant", answer, meta)])
     stats.conversation_id = conversation_id
 
 

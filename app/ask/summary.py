@@ -13,6 +13,7 @@ from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.summary import SummaryConfig, summarize_document
+from infinipot.storage.errors import describe_write_error
 
 
 def stored_summary(library: Library, stored: StoredPot) -> str | None:
@@ -44,4 +45,10 @@ def summary_pieces(
         yield piece
     summary = "".join(text).strip()
     seconds = round(time.perf_counter() - started, 3)
-    library.files.save_summary(stored.doc_id, {"pot_id": stored.record.id, "summary": summary, "seconds": seconds})
+    if library.store.read_only:
+        stats.warnings.append(f"the data folder {library.home} is read-only, so this summary is not kept")
+        return
+    try:
+        library.files.save_summary(stored.doc_id, {"pot_id": stored.record.id, "summary": summary, "seconds": seconds})
+    except OSError as exc:
+        stats.warnings.append(describe_write_error(exc, "keeping the summary", "summarize again to keep one"))

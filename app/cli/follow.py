@@ -38,6 +38,9 @@ def run_follow(
             flush=True,
         )
 
-    follow(service.read, Path(args.path), config, args.model, settings, show, stop.event)
+    def mark_in_use(doc_id: str):
+        return service.in_use(doc_id, "followed by `read --follow`; stop it first")
+
+    follow(service.read, Path(args.path), config, args.model, settings, show, stop.event, mark_in_use=mark_in_use)
     print("infinipot: stopped following; the pot is stored", file=sys.stderr)
     return 0

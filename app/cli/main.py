@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 import time
 from textwrap import shorten
@@ -19,6 +20,7 @@ from infinipot.app.cli.options import (
     pot_config,
 )
 from infinipot.app.cli.questions import add_ask_across_command, add_reread_option, question_aware_answer, run_ask_across
+from infinipot.app.errors import system_error_line
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.core.errors import InfiniPotError
 
@@ -91,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=7860)
     ui.add_argument("--auth", default=None, metavar="USER:PASSWORD", help="required for a --host other than loopback")
     ui.add_argument("--max-upload-mb", type=int, default=1024, help="largest file accepted by upload (default 1024)")
+    ui.add_argument(
+        "--follow-dir",
+        action="append",
+        metavar="FOLDER",
+        help="a folder whose files 'Follow a growing log' may read (repeatable); without it any file on loopback, "
+        "none when other machines can reach the app",
+    )
     return parser
 
 
@@ -100,6 +109,10 @@ def _quiet_libraries() -> None:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+
+
+# Whether a progress line ("\rread N tokens...") is open on stderr: an error message starts on a line of its own.
+_progress_line_open = [False]
 
 
 def _progress_printer(enabled: bool):
@@ -112,8 +125,17 @@ def _progress_printer(enabled: bool):
         if now - last[0] >= 1.0:
             last[0] = now
             print(f"\rread {pot.document_tokens:,} tokens, {pot.cycles} compressions", end="", file=sys.stderr)
+            _progress_line_open[0] = True
 
     return show
+
+
+def _error(line: str) -> int:
+    if _progress_line_open[0]:
+        print(file=sys.stderr)
+        _progress_line_open[0] = False
+    print(f"infinipot: error: {line}", file=sys.stderr)
+    return 2
 
 
 def _part_printer(enabled: bool):
@@ -161,20 +183,25 @@ def _print_listing(documents: list[dict]) -> None:
 
 
 def _serve_ui(args: argparse.Namespace) -> int:
-    from infinipot.app.web.page.launch import check_exposure, parse_auth
+    from infinipot.app.web.follow_dirs import FollowDirs
+    from infinipot.app.web.page.launch import check_exposure, is_loopback, parse_auth
 
     auth = parse_auth(args.auth)
     check_exposure(args.host, auth)  # before anything is loaded
     if args.max_upload_mb < 1:
         raise ValueError(f"--max-upload-mb must be at least 1, got {args.max_upload_mb}")
     from infinipot.storage.paths import data_home
+    from infinipot.storage.store import folder_is_writable
 
-    # Uploads arrive in Gradio's temporary folder first: keep that inside the data directory too.
-    os.environ.setdefault("GRADIO_TEMP_DIR", str(data_home() / "gradio-tmp"))
+    # Uploads arrive in Gradio's temporary folder first: keep that inside the data directory too (a read-only
+    # one takes no uploads; Gradio then keeps its own files in the system's temporary folder).
+    if folder_is_writable(data_home()):
+        os.environ.setdefault("GRADIO_TEMP_DIR", str(data_home() / "gradio-tmp"))
     from infinipot.app.web.page import serve
     from infinipot.app.web.workspace import open_workspace
 
-    workspace = open_workspace(device=args.device, max_upload_bytes=args.max_upload_mb * 2**20)
+    follow_dirs = FollowDirs.for_server(args.follow_dir, is_loopback(args.host))
+    workspace = open_workspace(device=args.device, max_upload_bytes=args.max_upload_mb * 2**20, follow_dirs=follow_dirs)
     workspace.warm_up_in_background()
     print(f"infinipot: the app runs on http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
     try:
@@ -205,6 +232,7 @@ def _run(args: argparse.Namespace) -> int:
         report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))
         if not args.json:
             print(file=sys.stderr)
+            _progress_line_open[0] = False
         _warn(report.warnings)
         if args.json:
             print(json.dumps(report.as_json()))
@@ -250,12 +278,17 @@ def _run(args: argparse.Namespace) -> int:
         )
         reused, key = True, "summary"
     _warn(stats.warnings)
+    shown = len(stats.warnings)
     text = []
     for piece in pieces:
         text.append(piece)
         if not args.json:
             print(piece, end="", flush=True)
     seconds = time.perf_counter() - started
+    if len(stats.warnings) > shown:  # learnt once the answer was complete (it could not be saved)
+        if not args.json:
+            print(file=sys.stderr)
+        _warn(stats.warnings[shown:])
     if args.json:
         result = {key: "".join(text).strip(), "seconds": round(seconds, 3)}
         if args.command == "summarize":
@@ -292,12 +325,17 @@ def main(argv: list[str] | None = None) -> int:
     from infinipot.app.service import DocumentNotFound
     from infinipot.ingest import IngestError
     from infinipot.storage.errors import StorageError
+    from infinipot.storage.paths import data_home
 
     try:
         return _run(args)
     except (InfiniPotError, IngestError, DocumentNotFound, StorageError, ValueError) as exc:
-        print(f"infinipot: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
+    except (OSError, sqlite3.OperationalError) as exc:
+        line = system_error_line(exc, data_home())
+        if line is None:
+            raise
+        return _error(line)
     except KeyboardInterrupt:
         print("infinipot: interrupted", file=sys.stderr)
         return 130

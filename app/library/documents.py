@@ -20,7 +20,7 @@ from infinipot.ingest.errors import IngestError
 from infinipot.storage.atomic import write_atomically
 from infinipot.storage.liveness import is_running
 from infinipot.storage.records import DocumentRecord, PotRecord
-from infinipot.storage.store import Store
+from infinipot.storage.store import Store, folder_is_writable
 
 
 class DocumentNotFound(ValueError):
@@ -128,6 +128,8 @@ def stored_token_ids(files: DocumentFiles, document: DocumentRecord, loaded: Loa
     source = unchanged_source(document)
     if source is None:
         raise DocumentNotFound(f"the file {document.name} was read from is gone or changed, so its text cannot be read")
+    if not folder_is_writable(path.parent):
+        raise DocumentNotFound(f"the text of {document.name} was never kept and the data folder is read-only")
     write_token_ids(path, source, loaded.tokenizer)
     return path
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from infinipot.core.errors import InfiniPotError
 from infinipot.core.pot import Pot
 from infinipot.ingest import Document, IngestError, TokenLocationMap
 from infinipot.ingest.span import TextSpan
-from infinipot.storage.errors import DamagedFile
+from infinipot.storage.errors import DamagedFile, WriteFailed, describe_database_error, describe_write_error
 from infinipot.storage.records import PotRecord
 from infinipot.storage.store import Store
 
@@ -141,6 +142,15 @@ def skip_tokens(chunks: Iterable[list[int]], count: int) -> Iterator[list[int]]:
         raise CheckpointAheadOfDocument(f"the checkpoint is {count} tokens ahead of the document")
 
 
+def _release_quietly(store: Store, pot_id: int, note: str) -> None:
+    """Mark the pot resumable; when the disk is too full even for that, its reader's death marks it the same way
+    (a `reading` pot whose process is gone resumes with the next read)."""
+    try:
+        store.pots.release(pot_id, note)
+    except (OSError, sqlite3.Error):
+        pass
+
+
 def read_document(
     store: Store,
     engine: Engine,
@@ -213,6 +223,16 @@ def read_document(
     except (IngestError, InfiniPotError, CheckpointAheadOfDocument) as exc:
         store.fail_pot(record.id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         raise
+    except OSError as exc:  # the data folder's disk is full, over quota or not writable: the user can fix it
+        _release_quietly(store, record.id, f"interrupted: {exc}".splitlines()[0])
+        doing = f"saving the pot for {document.name}"
+        raise WriteFailed(describe_write_error(exc, doing, "run read again to resume")) from None
+    except sqlite3.OperationalError as exc:
+        _release_quietly(store, record.id, f"interrupted: {exc}".splitlines()[0])
+        message = describe_database_error(exc, f"saving the pot for {document.name}", "run read again to resume")
+        if message is None:
+            raise
+        raise WriteFailed(message) from None
     except BaseException as exc:
         note = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"interrupted: {exc}".splitlines()[0]
         store.pots.release(record.id, note)

@@ -39,14 +39,20 @@ class FileReader:
         model_name: str = "default",
         on_progress: Callable[[Pot], None] | None = None,
         follow: bool = False,
+        checkpoint_seconds: float | None = None,
     ) -> ReadReport:
         """Read a document into a stored pot, resume an interrupted read, or reuse the stored pot.
 
-        `follow` reads a text file only up to its last complete line.
+        `follow` reads a text file only up to its last complete line. `checkpoint_seconds`: this read's interval
+        between resume points (None: the reader's own).
         """
+        if checkpoint_seconds is not None and not checkpoint_seconds >= 0:
+            raise ValueError(f"checkpoint interval must not be negative, got {checkpoint_seconds}")
+        interval = self.checkpoint_seconds if checkpoint_seconds is None else checkpoint_seconds
         started = time.perf_counter()
         store = self.library.store
         path = Path(path)
+        store.require_writable(f"reading {path.name}")
         document = open_document(path)
         fingerprint = file_fingerprint(path)
         engine = Engine(self.library.models.get(model_name), config)
@@ -75,7 +81,7 @@ class FileReader:
                 except DamagedFile as exc:
                     warnings.append(damage_warning(document.name, exc))
         record = store.claim_pot(doc_id, model_name, engine.loaded.identity, config.identity(), config.method)
-        outcome = read_document(store, engine, document, record, self.checkpoint_seconds, on_progress, plan.scope)
+        outcome = read_document(store, engine, document, record, interval, on_progress, plan.scope)
         if not follow:  # a followed log's ids would go stale at its next growth: written when first asked instead
             stored_token_ids(self.library.files, store.documents.get(doc_id), engine.loaded)
         return _read_report(doc_id, document.name, outcome, started, warnings)

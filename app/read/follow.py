@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from infinipot.ingest import open_document
 
 # Reads a file into its stored pot: FileReader.read (path, settings, model, on_progress, follow=...).
 ReadFile = Callable[..., ReadReport]
+# Holds a document in use while the block runs (Store.in_use with what a follow is doing).
+MarkInUse = Callable[[str], AbstractContextManager]
 
 log = logging.getLogger(__name__)
 
@@ -86,29 +89,34 @@ def follow(
     stop: threading.Event | None = None,
     on_progress=None,
     sleep: Callable[[float], object] | None = None,
+    mark_in_use: MarkInUse | None = None,
 ) -> int:
     """Read `path` now and after every change; returns the number of growth steps read.
 
     Every look that finds the file changed reads it (continuing the stored pot when it only grew) and passes
-    the report to `on_report`; an unfinished last line waits for its newline.
+    the report to `on_report`; an unfinished last line waits for its newline. `mark_in_use(doc_id)` holds the
+    document in use from its first read until following stops, so a delete from any process waits for the stop.
     """
     check_followable(path)
     stop = stop or threading.Event()
     sleep = sleep or stop.wait  # an Event wait ends as soon as Ctrl-C sets the stop
     seen, steps, polls, reported = None, 0, 0, False
-    while not stop.is_set():
-        state = _file_state(path)
-        if state is not None and state != seen and readable_end(path, open_document(path), follow=True) > 0:
-            report = read(path, config, model, on_progress, follow=True)
-            if not report.reused or not reported:  # the state found first, then one report per growth step
-                on_report(report)
-                reported = True
-            steps += not report.reused
-            seen = state
-        polls += 1
-        if (settings.max_polls is not None and polls >= settings.max_polls) or stop.is_set():
-            break
-        sleep(settings.poll_seconds)
+    with ExitStack() as held:
+        while not stop.is_set():
+            state = _file_state(path)
+            if state is not None and state != seen and readable_end(path, open_document(path), follow=True) > 0:
+                report = read(path, config, model, on_progress, follow=True)
+                if not reported and mark_in_use is not None:
+                    held.enter_context(mark_in_use(report.doc_id))
+                if not report.reused or not reported:  # the state found first, then one report per growth step
+                    on_report(report)
+                    reported = True
+                steps += not report.reused
+                seen = state
+            polls += 1
+            if (settings.max_polls is not None and polls >= settings.max_polls) or stop.is_set():
+                break
+            sleep(settings.poll_seconds)
     return steps
 
 
@@ -145,10 +153,15 @@ class LogFollower:
     """Starts, stops and reports the followed files of one app."""
 
     def __init__(
-        self, read: ReadFile, on_report: Callable[[ReadReport], None] | None = None, poll_seconds: float = 2.0
+        self,
+        read: ReadFile,
+        on_report: Callable[[ReadReport], None] | None = None,
+        poll_seconds: float = 2.0,
+        mark_in_use: MarkInUse | None = None,
     ) -> None:
         FollowSettings(poll_seconds=poll_seconds)  # validates the interval
         self.read = read
+        self.mark_in_use = mark_in_use
         self.on_report = on_report  # e.g. the service forgetting its loaded pot: the next question sees the growth
         self.poll_seconds = poll_seconds
         self._logs: dict[str, FollowedLog] = {}
@@ -200,7 +213,9 @@ class LogFollower:
         try:
             settings = FollowSettings(poll_seconds=self.poll_seconds)
             report = lambda r: self._reported(followed, r)  # noqa: E731
-            follow(self.read, followed.path, config, model, settings, report, followed.stop)
+            follow(
+                self.read, followed.path, config, model, settings, report, followed.stop, mark_in_use=self.mark_in_use
+            )
             followed.status = STOPPED
         except USER_ERRORS as exc:
             followed.error, followed.status = one_line(exc), FAILED

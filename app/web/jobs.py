@@ -43,6 +43,8 @@ class ReadRequest:
     pages: int | None = None
     # False for a question-aware re-read: the memory view keeps showing the document's general read.
     keeps_read_log: bool = True
+    # Seconds of reading between resume points (Settings); None: the service's default.
+    checkpoint_seconds: float | None = None
 
 
 class MemoryLog:
@@ -218,7 +220,11 @@ class ReadQueue:
             job.status = READING
             job.reading_since = time.monotonic()
             job.report = self.service.read(
-                request.path, request.config, request.model, lambda pot: self._step(job, pot)
+                request.path,
+                request.config,
+                request.model,
+                lambda pot: self._step(job, pot),
+                checkpoint_seconds=request.checkpoint_seconds,
             ).as_json()
             job.tokens_read = job.report["tokens"]
             job.cycles = job.report["cycles"]

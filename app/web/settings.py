@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
+from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import EvidenceConfig
@@ -26,6 +27,14 @@ class ReadSettings:
     question: str | None = None
     method: str = PotConfig.method
     nuc_unit: str = PotConfig.nuc_unit
+    checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
+
+    def checkpoint_interval(self) -> float:
+        """Seconds of reading between resume points: a crash or a power cut loses at most this much reading."""
+        seconds = number("resume point interval", self.checkpoint_seconds)
+        if seconds < 0:
+            raise ValueError(f"resume point interval must be 0 (after every piece) or more seconds, got {seconds:g}")
+        return seconds
 
     def pot_config(self) -> PotConfig:
         """The pot settings; PotConfig validates them (ValueError with one line)."""
@@ -60,13 +69,14 @@ class ReadSettings:
     def describe(self) -> str:
         config = self.pot_config()
         model = self.model_name()
+        seconds = self.checkpoint_interval()
         source = "the bundled SmolLM2-135M-Instruct" if model == "default" else model
         hub = " (a hub id: needs the model in the local Hugging Face cache or internet)" if _HUB_ID.match(model) else ""
         cap = "CaP-Q" if config.cap_mode == "question" else "CaP-G"
         return (
             f"Settings are valid: {source}{hub}; pot |M| = {config.pot_size:,}, kept |C| = {config.keep_size:,}, "
-            f"NuC ratio {config.nuc_ratio:g} per {config.nuc_unit}, {cap}, method {config.method}. "
-            "They apply to the next uploads."
+            f"NuC ratio {config.nuc_ratio:g} per {config.nuc_unit}, {cap}, method {config.method}; "
+            f"a resume point every {seconds:g} s of reading. They apply to the next uploads."
         )
 
 

@@ -14,7 +14,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from infinipot.app.ask.modes import ANSWER_MODES
@@ -23,6 +23,7 @@ from infinipot.app.library.general_pot import latest_general_entry
 from infinipot.app.read.follow import LogFollower
 from infinipot.app.service import DocumentService
 from infinipot.app.web import kept_view
+from infinipot.app.web.follow_dirs import FollowDirs
 from infinipot.app.web.jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
 from infinipot.app.web.question_desk import QuestionDesk
 from infinipot.app.web.settings import (
@@ -40,6 +41,7 @@ from infinipot.ingest.errors import IngestError
 
 log = logging.getLogger(__name__)
 _UNSAFE_NAME = re.compile(r"[^\w.\- ()\[\]]")
+FOLLOWING_USE = "followed as it grows; stop following it first"
 MAX_WINDOW = 4000  # tokens rendered at once in the "what the model kept" view
 
 
@@ -49,21 +51,34 @@ def safe_file_name(name: str) -> str:
     return cleaned[:200] or "document"
 
 
-def open_workspace(home: Path | None = None, device: str = "auto", max_upload_bytes: int = 1 << 30) -> Workspace:
+def open_workspace(
+    home: Path | None = None,
+    device: str = "auto",
+    max_upload_bytes: int = 1 << 30,
+    follow_dirs: FollowDirs | None = None,
+) -> Workspace:
     """The app's objects wired together: the service and the read queue (its worker starts with the first read)."""
     service = DocumentService(home, device=device)
-    return Workspace(service, ReadQueue(service), max_upload_bytes)
+    return Workspace(service, ReadQueue(service), max_upload_bytes, follow_dirs)
 
 
 class Workspace:
-    def __init__(self, service: DocumentService, reads: ReadQueue, max_upload_bytes: int = 1 << 30) -> None:
+    def __init__(
+        self,
+        service: DocumentService,
+        reads: ReadQueue,
+        max_upload_bytes: int = 1 << 30,
+        follow_dirs: FollowDirs | None = None,
+    ) -> None:
         if max_upload_bytes < 1:
             raise ValueError("the upload limit must be positive")
         self.service = service
         self.reads = reads
         self.max_upload_bytes = max_upload_bytes
+        self.follow_dirs = follow_dirs or FollowDirs()
         self.questions = QuestionDesk(service, reads, self.library, self.ready)  # re-read, ask across documents
-        self.follower = LogFollower(service.read)  # growing logs followed by path
+        # growing logs followed by path; a followed document is in use until following stops
+        self.follower = LogFollower(service.read, mark_in_use=lambda doc_id: service.in_use(doc_id, FOLLOWING_USE))
 
     def warm_up_in_background(self, model: str = "default") -> threading.Thread:
         """Load the model while the page opens, so the first question does not wait for it."""
@@ -86,7 +101,8 @@ class Workspace:
     def follow_log(self, path: str, settings: dict) -> str:
         """Follow a growing text file on this machine with the current settings (app.log_follower)."""
         read = ReadSettings(**settings)
-        started = self.follower.start(path, read.pot_config(), read.model_name())
+        allowed = self.follow_dirs.check(path)
+        started = self.follower.start(str(allowed), read.pot_config(), read.model_name())
         return f"Following {started['path']}: new lines are read as they are written."
 
     def stop_following(self, path: str) -> str:
@@ -154,6 +170,7 @@ class Workspace:
                 "cap_mode": defaults.cap_mode,
                 "method": defaults.method,
                 "nuc_unit": defaults.nuc_unit,
+                "checkpoint_seconds": ReadSettings().checkpoint_seconds,
             },
             "answer_modes": [(MODE_WORDS[mode][0].upper() + MODE_WORDS[mode][1:], mode) for mode in ANSWER_MODES],
             "answer_rankings": list(RANKING_WORDS),  # the names, as the CLI's --evidence-ranking takes them
@@ -169,11 +186,14 @@ class Workspace:
         settings = ReadSettings(**settings)
         config = settings.pot_config()
         model = settings.model_name()
+        checkpoint_seconds = settings.checkpoint_interval()
         results = []
         for path in paths:
             name = safe_file_name(Path(path).name)
             try:
-                request = self._keep_upload(Path(path), name, config, model)
+                request = replace(
+                    self._keep_upload(Path(path), name, config, model), checkpoint_seconds=checkpoint_seconds
+                )
                 self.reads.submit(request)
                 results.append({"name": name, "doc_id": request.doc_id, "ok": True, "message": "queued"})
             except USER_ERRORS as exc:
@@ -181,6 +201,7 @@ class Workspace:
         return results
 
     def _keep_upload(self, source: Path, name: str, config: PotConfig, model: str) -> ReadRequest:
+        self.service.store.require_writable(f"reading {name}")
         size = source.stat().st_size
         if size > self.max_upload_bytes:
             raise IngestError(

@@ -146,6 +146,13 @@ class InfiniPotApp:
                         value=defaults["nuc_unit"],
                         label="NuC unit: a token gets its sentence's, its word's (with edges) or its own novelty",
                     )
+                c.checkpoint_seconds = gr.Number(
+                    label="Save a resume point every ... seconds of reading (a crash loses at most this much; "
+                    "0: after every piece)",
+                    value=defaults["checkpoint_seconds"],
+                    minimum=0,
+                    elem_id="ip-checkpoint-seconds",
+                )
                 c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
                 self._answers_layout(choices["answer_modes"], choices["answer_rankings"], choices["answer_defaults"])
 
@@ -233,7 +240,17 @@ class InfiniPotApp:
     def wire_events(self, blocks: gr.Blocks) -> None:
         """Every event of the page, in one place."""
         c, h = self.c, self.handlers
-        settings = [c.model, c.pot_size, c.keep_size, c.nuc_ratio, c.cap_mode, c.cap_question, c.method, c.nuc_unit]
+        settings = [
+            c.model,
+            c.pot_size,
+            c.keep_size,
+            c.nuc_ratio,
+            c.cap_mode,
+            c.cap_question,
+            c.method,
+            c.nuc_unit,
+            c.checkpoint_seconds,
+        ]
         answers = [  # in handlers.ANSWER_NAMES order
             c.max_new_tokens,
             c.answer_from,

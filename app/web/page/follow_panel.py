@@ -31,7 +31,7 @@ class FollowPanel:
     def layout(self, c) -> None:
         with gr.Accordion("Follow a growing log", open=False):
             c.follow_path = gr.Textbox(
-                label="Path of a text or log file on this machine",
+                label=f"Path of a text or log file on this machine (allowed: {self.workspace.follow_dirs.describe()})",
                 placeholder="/var/log/app.log",
                 elem_id="ip-follow-path",
             )

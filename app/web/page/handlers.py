@@ -16,7 +16,17 @@ from infinipot.app.web.page import render, sources
 
 ALL_HEADS = "all heads"
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
-SETTING_NAMES = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method", "nuc_unit")
+SETTING_NAMES = (
+    "model",
+    "pot_size",
+    "keep_size",
+    "nuc_ratio",
+    "cap_mode",
+    "question",
+    "method",
+    "nuc_unit",
+    "checkpoint_seconds",
+)
 # The Settings tab's Answers group, in the order of its components (the fields of web.settings.AnswerChoices).
 ANSWER_NAMES = (
     "max_new_tokens",
