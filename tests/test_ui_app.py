@@ -19,7 +19,17 @@ from infinipot.app.web.kept_view import STATES  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a Gradio server
 
-SETTING_ORDER = ("model", "pot_size", "keep_size", "nuc_ratio", "cap_mode", "question", "method", "nuc_unit")
+SETTING_ORDER = (
+    "model",
+    "pot_size",
+    "keep_size",
+    "nuc_ratio",
+    "cap_mode",
+    "question",
+    "method",
+    "nuc_unit",
+    "checkpoint_seconds",
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +64,18 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
     with running_app(workspace) as url:
         client = Client(url, verbose=False)
 
-        # A corrupt PDF: one clear line in the page, nothing queued, and the app goes on working.
-        with pytest.raises(AppError, match="broken.pdf.*incomplete"):
-            client.predict([handle_file(str(corrupt))], *settings_args(model_dir), api_name="/upload")
+        # A corrupt PDF: a lasting line with the reason in the notice, nothing queued, the uploader emptied (so
+        # the file is not sent again with the next upload), and the app goes on working.
+        notice, _, _, files = client.predict([handle_file(str(corrupt))], *settings_args(model_dir), api_name="/upload")
+        assert re.fullmatch(r"- \*\*broken\.pdf\*\* was not added: .*incomplete.*", notice), notice
+        assert files is None
         assert library_rows(client)[0] == []
 
-        notice, table, doc_update, _ = client.predict(
+        notice, table, doc_update, files = client.predict(
             [handle_file(str(notes))], *settings_args(model_dir), api_name="/upload"
         )
         doc_id = doc_update["value"]
-        assert "notes.txt: queued" in notice
+        assert notice == "- **notes.txt**: queued for reading" and files is None
         assert re.fullmatch(r"[0-9a-f]{16}", doc_id)
 
         # Progress while reading: tokens read of total, compressions, tokens/s and an ETA, then ready.

@@ -5,8 +5,10 @@ opens a source it cites."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
+import time
 
 import pytest
 from helpers import make_workspace, running_app, wait_until, wait_until_stable
@@ -106,6 +108,24 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         assert "from the memory pot alone" in answers and "at most 16 tokens" in answers
 
         open_tab(browser, "Library")
+        # Only bad files: each gets a lasting line with its reason, the uploader is emptied (the bad file is not
+        # sent again with the next upload), and no red "Error" pill covers the drop zone.
+        bad, empty = tmp_path / "bad.pdf", tmp_path / "empty.txt"
+        bad.write_bytes(random.Random(5).randbytes(5000))
+        empty.write_bytes(b"")
+        browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(bad))
+        wait_for(lambda: "bad.pdf was not added:" in visible_text(browser, "#ip-notice"), "the bad.pdf line", 60)
+        browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(empty))
+        notice = wait_for(
+            lambda: (t := visible_text(browser, "#ip-notice")) and "empty.txt was not added:" in t and t,
+            "the empty.txt line",
+            60,
+        )
+        assert "is empty (0 bytes)" in notice and "bad.pdf" not in notice, notice
+        assert "Error" not in visible_text(browser, "#ip-upload")
+        time.sleep(5)  # a toast would have gone by now; the notice stays
+        assert "empty.txt was not added:" in visible_text(browser, "#ip-notice")
+
         browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(notes))
         wait_for(lambda: "notes.txt: queued" in visible_text(browser, "#ip-notice"), "the upload notice", 60)
         library = wait_for(lambda: (t := visible_text(browser, "#ip-library")) and "ready" in t and t, "the read")

@@ -19,6 +19,7 @@ from infinipot.app.cli.options import (
     names_a_pot,
     pot_config,
 )
+from infinipot.app.cli.progress import ReadProgress
 from infinipot.app.cli.questions import add_ask_across_command, add_reread_option, question_aware_answer, run_ask_across
 from infinipot.app.errors import system_error_line
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
@@ -111,29 +112,25 @@ def _quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
-# Whether a progress line ("\rread N tokens...") is open on stderr: an error message starts on a line of its own.
-_progress_line_open = [False]
+# The read progress being shown, if any: an error closes it first, so the message starts on a line of its own.
+_shown_progress: list[ReadProgress] = []
 
 
-def _progress_printer(enabled: bool):
+def _progress_printer(enabled: bool) -> ReadProgress | None:
     if not enabled:
         return None
-    last = [0.0]
+    progress = ReadProgress()
+    _shown_progress.append(progress)
+    return progress
 
-    def show(pot) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 1.0:
-            last[0] = now
-            print(f"\rread {pot.document_tokens:,} tokens, {pot.cycles} compressions", end="", file=sys.stderr)
-            _progress_line_open[0] = True
 
-    return show
+def _close_progress() -> None:
+    while _shown_progress:
+        _shown_progress.pop().close()
 
 
 def _error(line: str) -> int:
-    if _progress_line_open[0]:
-        print(file=sys.stderr)
-        _progress_line_open[0] = False
+    _close_progress()
     print(f"infinipot: error: {line}", file=sys.stderr)
     return 2
 
@@ -230,9 +227,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "read":
         config = pot_config(args)
         report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))
-        if not args.json:
-            print(file=sys.stderr)
-            _progress_line_open[0] = False
+        _close_progress()
         _warn(report.warnings)
         if args.json:
             print(json.dumps(report.as_json()))

@@ -91,7 +91,8 @@ def _load_json(path: Path) -> dict | None:
 
 
 def find_document(store: Store, doc: str) -> DocumentRecord | None:
-    """A stored document named by a doc_id (or unique prefix) or by a path; None when not stored.
+    """A stored document named by a doc_id (or unique prefix), by a path, or by its name as `list` prints it
+    (when one stored document has it); None when not stored.
 
     A path is recognised by its size and modification time first, so asking about a stored document
     does not even hash the file; otherwise by the sha256 of its bytes.
@@ -106,7 +107,11 @@ def find_document(store: Store, doc: str) -> DocumentRecord | None:
         return known or store.documents.by_hash(file_fingerprint(path))
     if len(matches) > 1:
         raise DocumentNotFound(f"{doc!r} matches several documents; give more of the doc_id")
-    return None
+    named = [document for document in store.documents.all() if document.name == doc]
+    if len(named) > 1:
+        candidates = "; ".join(f"{d.id} (read from {d.path})" for d in named)
+        raise DocumentNotFound(f"{len(named)} stored documents are named {doc}: {candidates}; give the doc_id")
+    return named[0] if named else None
 
 
 def unchanged_source(document: DocumentRecord) -> Path | None:

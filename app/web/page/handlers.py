@@ -94,15 +94,15 @@ class Handlers:
     # -- library -----------------------------------------------------------------------------------
     @user_errors
     def upload(self, files, *settings):
+        """Queue the dropped files. Each file gets a line that stays in the notice area (a rejected one with its
+        reason), and the uploader is emptied, so a rejected file is never sent again with the next upload."""
         if not files:
             raise ValueError("drop one or more files first")
         results = self.ws.add_files([str(f) for f in files], settings_from_values(settings))
-        if not any(r["ok"] for r in results):
-            raise ValueError("; ".join(r["message"] for r in results))
-        lines = [f"- {r['name']}: queued" if r["ok"] else f"- {r['name']}: not added: {r['message']}" for r in results]
-        first = next(r["doc_id"] for r in results if r["ok"])
         table = render.library_rows(self.ws.library())
-        return "\n".join(lines), table, gr.update(choices=self.ws.choices(), value=first), None
+        added = [r["doc_id"] for r in results if r["ok"]]
+        choose = gr.update(choices=self.ws.choices(), value=added[0]) if added else gr.skip()
+        return render.upload_notice(results), table, choose, None
 
     def library(self, doc_id):
         """The library table, the document choices and the chosen document's progress."""

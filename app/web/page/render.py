@@ -56,6 +56,17 @@ def library_rows(rows: list[dict]) -> list[list]:
     return table
 
 
+def upload_notice(results: list[dict]) -> str:
+    """One line per uploaded file: queued, or not added with the reason (Markdown)."""
+    lines = []
+    for result in results:
+        if result["ok"]:
+            lines.append(f"- **{result['name']}**: queued for reading")
+        else:
+            lines.append(f"- **{result['name']}** was not added: {result['message']}")
+    return "\n".join(lines)
+
+
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
