@@ -160,8 +160,11 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         data = client.predict(doc_id, 1, "all heads", 0, 100, "position", api_name="/kept")[7]
         counts = [token["count"] for token in data["window"]["tokens"]]
         assert data["window"]["heads_counted"] == 2 and max(counts) <= 2
-        with pytest.raises(AppError, match="layer must be between 0 and 1"):
-            client.predict(doc_id, 5, "0", 0, 100, "position", api_name="/kept")
+        # A layer out of range: one line in the caption, no error on the inputs; the labels give the ranges.
+        outputs = client.predict(doc_id, 5, "0", 0, 100, "position", api_name="/kept")
+        assert outputs[0] == "**Cannot show this window:** layer must be between 0 and 1, got 5"
+        outputs = client.predict(doc_id, 1, "0", 0, 100, "position", api_name="/kept")
+        assert outputs[10]["label"] == "Layer (0-1)" and outputs[8]["label"] == "KV head (0-1, or all)"
 
     # After a restart the conversation is shown again for the document.
     workspace = make_workspace(infinipot_home)

@@ -11,7 +11,7 @@ import shutil
 import time
 
 import pytest
-from helpers import make_workspace, running_app, wait_until, wait_until_stable
+from helpers import make_workspace, running_app, tiny_settings, wait_until, wait_until_stable
 from tiny_models import save_model_folder, write_notes
 
 CHROMIUM = shutil.which("chromium")
@@ -184,3 +184,27 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         conversation = workspace.conversations(doc_id)[-1]["id"]
         assert [m["content"] for m in workspace.messages(conversation)][::2] == [question]
         assert workspace.messages(conversation)[1]["answer_from"] == "pot"  # as chosen in Settings
+
+        # Another document chosen: "What the model kept" starts over at its first token, without pressing Show.
+        second = write_notes(tmp_path / "second.txt", lines=4, tag="-second")
+        settings = {**tiny_settings(model_dir), "pot_size": 128, "keep_size": 48}
+        (added,) = workspace.add_files([str(second)], settings)
+        wait_until(lambda: workspace.ready(added["doc_id"]), timeout=120, what="the second read", ignore=(ValueError,))
+        second_total = workspace.kept_window(added["doc_id"], 0, 0, 0, 10)["total"]
+        browser.find_element(By.CSS_SELECTOR, "#ip-document input").click()
+        option = wait_for(
+            lambda: next(
+                (o for o in browser.find_elements(By.CSS_SELECTOR, "[role=option]") if "second.txt" in o.text), None
+            ),
+            "the second document in the list",
+            30,
+        )
+        option.click()
+        open_tab(browser, "What the model kept")
+        caption = wait_for(
+            lambda: (t := visible_text(browser, "body")) and f"of {second_total:,} ·" in t and t,
+            "the second document's first window",
+            60,
+        )
+        assert f"Tokens 0-{second_total - 1:,} of {second_total:,}" in caption
+        assert visible_text(browser, "#ip-tokens").strip()

@@ -418,6 +418,8 @@ class Workspace:
             "kv_heads": heads,
             "entries": entries,
             "where": self._where(doc_id, start),
+            "page": self._page(doc_id, start),
+            "pages": next(row["pages"] for row in self.library() if row["doc_id"] == doc_id),
         }
         if head is None:
             counts, counted = kept_view.window_head_counts(pot, start, end, layer)
@@ -427,6 +429,13 @@ class Workspace:
             window.update(mode="one head", kept=kept_view.kept_counts(pot, layer, head))
             window["tokens"] = _tokens(pieces, states, "state")
         return window
+
+    def _page(self, doc_id: str, token: int) -> int | None:
+        """The page (PDF page index, 1-based) or chapter of a document token; None for text without pages."""
+        location_map = self.service.location_map(doc_id)
+        if location_map is None or token >= len(location_map):
+            return None
+        return location_map.location(token).page
 
     def _where(self, doc_id: str, token: int) -> str:
         location_map = self.service.location_map(doc_id)

@@ -79,7 +79,7 @@ class InfiniPotApp:
                 c.summary_status = gr.Markdown(elem_id="ip-summary-status")
                 c.summary = gr.Markdown(label="Summary", elem_id="ip-summary")
                 self.questions.layout(c)
-            with gr.Tab("What the model kept", id=KEPT_TAB):
+            with gr.Tab("What the model kept", id=KEPT_TAB) as c.kept_tab:
                 with gr.Row():
                     c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
                     c.head = gr.Dropdown(label="KV head", choices=[ALL_HEADS, "0"], value="0", allow_custom_value=True)
@@ -308,9 +308,14 @@ class InfiniPotApp:
                 c.data,
                 c.head,
                 c.start,
+                c.layer,
+                c.page,
             ],
         )
         c.show.click(**show, api_name="kept")
+        c.kept_tab.select(**show, api_visibility="undocumented")  # opened: the chosen window at once
+        reset = dict(fn=h.reset_kept, inputs=c.doc, outputs=[c.start, c.page, c.caption, c.legend, c.tokens])
+        c.doc.change(**reset, api_visibility="undocumented").then(**show, api_visibility="undocumented")
         c.x_axis.change(**show, api_visibility="undocumented")
         c.previous.click(lambda s, n: h.shift_window(s, n, -1), [c.start, c.size], c.start).then(**show)
         c.next.click(lambda s, n: h.shift_window(s, n, 1), [c.start, c.size], c.start).then(**show)

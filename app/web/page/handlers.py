@@ -13,6 +13,7 @@ import pandas as pd
 
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.web.page import render, sources
+from infinipot.app.web.settings import whole_number
 
 ALL_HEADS = "all heads"
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
@@ -212,12 +213,20 @@ class Handlers:
     # -- what the model kept -----------------------------------------------------------------------
     @user_errors
     def show_kept(self, doc_id, layer, head, start, size, x_axis):
-        head_index = None if head in (None, "", ALL_HEADS) else int(head)
-        window = self.ws.kept_window(doc_id, layer, head_index, start, size)
-        retention = self.ws.retention(doc_id, by_page=x_axis == "page")
+        """The kept-token view of the chosen window. A value out of range, or a document not ready, is one line in
+        the caption (the inputs keep their values and show no error); the inputs' labels give their real ranges."""
+        if not doc_id:
+            return ("Choose a document to see what the model kept of it.", "", "", *[gr.skip()] * 9)
+        try:
+            head_index = None if head in (None, "", ALL_HEADS) else whole_number("KV head", head)
+            window = self.ws.kept_window(doc_id, layer, head_index, start, size)
+            retention = self.ws.retention(doc_id, by_page=x_axis == "page")
+        except USER_ERRORS as exc:
+            return (f"**Cannot show this window:** {one_line(exc)}", "", "", *[gr.skip()] * 9)
         memory = self.ws.memory(doc_id)
         data = {"window": window, "retention": retention, "memory": {k: memory[k] for k in ("live", "samples")}}
         heads = [ALL_HEADS] + [str(i) for i in range(window["kv_heads"])]
+        pages = window["pages"]
         return (
             render.window_caption(window),
             render.legend_html(window["mode"]),
@@ -226,9 +235,15 @@ class Handlers:
             *_memory_frames(memory["rows"]),
             render.memory_caption(memory),
             data,
-            gr.update(choices=heads),
+            gr.update(choices=heads, label=f"KV head (0-{window['kv_heads'] - 1}, or all)"),
             window["start"],
+            gr.update(label=f"Layer (0-{window['layers'] - 1})"),
+            gr.update(value=window["page"] or 1, label=f"Go to page (PDF page 1-{pages})" if pages else "Go to page"),
         )
+
+    def reset_kept(self, doc_id):
+        """Another document was chosen: its view starts at its first token, page 1, the old window cleared."""
+        return 0, 1, "", "", ""
 
     def shift_window(self, start, size, direction: int):
         return max(0, int(start or 0) + direction * int(size or 0))
