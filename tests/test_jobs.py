@@ -50,6 +50,9 @@ def test_reads_run_one_at_a_time_cancel_stops_between_chunks_and_resume_finishes
         assert second_pot["config"]["nuc_unit"] == "word"
 
         assert workspace.resume(first_id) == "first.txt: queued again"
+        # The resumed read shows where it stands from its first moment, never 0 of the total.
+        resumed = wait_until(lambda: (p := workspace.progress(first_id))["status"] in ("reading", "done") and p)
+        assert resumed["tokens_read"] >= cancelled["tokens_read"], resumed
         wait_until(lambda: rows_by_name(workspace)["first.txt"]["state"] == "ready", timeout=180)
         done = workspace.progress(first_id)
         assert done["status"] == "done" and done["tokens_read"] == done["tokens_total"] and done["cycles"] > 0

@@ -75,7 +75,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
             [handle_file(str(notes))], *settings_args(model_dir), api_name="/upload"
         )
         doc_id = doc_update["value"]
-        assert notice == "- **notes.txt**: queued for reading" and files is None
+        assert notice == "- **notes.txt** added to the library" and files is None
         assert re.fullmatch(r"[0-9a-f]{16}", doc_id)
 
         # Progress while reading: tokens read of total, compressions, tokens/s and an ETA, then ready.
@@ -173,6 +173,10 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         chat = client.predict(doc_id, api_name="/select")[0]
         assert [message_text(m) for m in chat[::2]] == [question, "Who is lazy?"]
 
+        # Delete asks first; nothing goes until it is confirmed.
+        asked = client.predict(doc_id, api_name="/ask_delete")  # the notice; the buttons are not data
+        assert asked.startswith("Delete **notes.txt**?") and "cannot be brought back" in asked
+        assert library_rows(client)[0] != []
         notice = client.predict(doc_id, api_name="/delete")[0]
         assert notice.startswith("deleted notes.txt")
         assert library_rows(client)[0] == []
@@ -180,6 +184,17 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         assert not list((infinipot_home / "pots").glob("*.safetensors"))
         with pytest.raises(AppError, match="choose a document first"):
             client.predict(None, "Anything?", 8, api_name="/ask")
+
+
+def test_buttons_are_enabled_only_when_they_can_act():
+    from infinipot.app.web.page.handlers import button_states
+
+    assert button_states(None) == (False, False, False)  # nothing chosen
+    for status in ("queued", "counting", "reading"):
+        assert button_states({"status": status}) == (True, False, False)  # only Cancel
+    for status in ("cancelled", "interrupted", "failed"):
+        assert button_states({"status": status}) == (False, True, True)
+    assert button_states({"status": "done"}) == (False, False, True)
 
 
 def test_invalid_settings_refuse_the_upload(tmp_path, infinipot_home, model_dir):

@@ -127,7 +127,7 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         assert "empty.txt was not added:" in visible_text(browser, "#ip-notice")
 
         browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(notes))
-        wait_for(lambda: "notes.txt: queued" in visible_text(browser, "#ip-notice"), "the upload notice", 60)
+        wait_for(lambda: "notes.txt added to the library" in visible_text(browser, "#ip-notice"), "the upload notice", 60)
         library = wait_for(lambda: (t := visible_text(browser, "#ip-library")) and "ready" in t and t, "the read")
         assert "notes.txt" in library and "/ 128" in library and "Pot (entries / size)" in library
         assert "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value")
@@ -208,3 +208,24 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         )
         assert f"Tokens 0-{second_total - 1:,} of {second_total:,}" in caption
         assert visible_text(browser, "#ip-tokens").strip()
+
+        # Library buttons: a ready document cannot be cancelled or resumed; Delete asks before it deletes.
+        open_tab(browser, "Library")
+        button = lambda label: next(  # noqa: E731
+            b for b in browser.find_elements(By.CSS_SELECTOR, "button") if b.text.strip() == label
+        )
+        wait_for(lambda: not button("Cancel reading").is_enabled(), "Cancel disabled for a ready document", 30)
+        assert not button("Resume").is_enabled() and button("Delete document").is_enabled()
+        button("Delete document").click()
+        wait_for(lambda: "Delete second.txt?" in visible_text(browser, "#ip-notice"), "the question before deleting")
+        button("No, keep it").click()
+        wait_for(lambda: "Nothing was deleted" in visible_text(browser, "#ip-notice"), "the document kept")
+        assert len(workspace.library()) == 2
+
+        # After a reload the latest document is chosen, so Chat is not empty.
+        browser.get(url)
+        wait_for(
+            lambda: "second.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value"),
+            "the latest document chosen after a reload",
+            60,
+        )

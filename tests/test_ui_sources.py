@@ -31,7 +31,10 @@ def test_chat_message_shows_sources_and_offers_them_as_options():
         {"label": "page 3", "score": 0.12, "token": 201, "page": 3, "line": None},
     ]
     message = sources.chat_message("assistant", "The key is 12345.", citations)
-    assert message["content"] == "The key is 12345.\n\n*Sources: page 12 (41%) · page 3 (12%)*"
+    assert message["content"] == (
+        "The key is 12345.\n\n*Sources: page 12 (41%) · page 3 (12%) (%: the share of the answer's attention each "
+        "place drew)*"
+    )
     assert message["options"] == [{"value": "930", "label": "page 12 (41%)"}, {"value": "201", "label": "page 3 (12%)"}]
     assert sources.chat_message("assistant", "No sources.", []) == {"role": "assistant", "content": "No sources."}
     assert sources.chat_message("user", "A question", citations) == {"role": "user", "content": "A question"}
@@ -54,7 +57,7 @@ def test_cited_text_is_quoted_under_the_answer_and_is_the_hover_text_of_its_sour
     assert answer == "It is 4-7-1-9."
     assert sources_line.startswith('*Sources: <span title="The storeroom safe opens with 4-7-1-9 &lt;b&gt;now')
     assert '<span title="A short line.">line 3 (30%)</span>' in sources_line
-    assert sources_line.endswith(" · line 7 (10%)*")  # no text, no hover
+    assert sources_line.endswith(" · line 7 (10%) (%: the share of the answer's attention each place drew)*")
     first, gap, second = quotes.split("\n")
     assert first.startswith(
         "> **line 12** “The storeroom safe opens with 4-7-1-9 &lt;b&gt;now&lt;/b&gt;, said \\*Ada\\* \\[1\\]."

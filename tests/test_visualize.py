@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 import torch
 from tiny_models import tiny_tokenizer
 
@@ -151,3 +154,39 @@ def test_progress_text_shows_tokens_cycles_rate_and_eta():
     )
     assert 'value="250"' in render.progress_html(snapshot)
     assert render.progress_text({**snapshot, "status": "failed", "error": "bad file"}) == "book.pdf: failed: bad file"
+
+
+def test_the_legend_says_in_plain_words_that_only_coloured_text_is_remembered():
+    legend = render.legend_html("one head")
+    assert "The model remembers only the coloured text" in legend
+    assert "surprising to the model" in legend and "important to a summary of the text" in legend
+    assert "sink" not in legend  # sink tokens are the template's, never in the document's text
+    assert "novelty under compression (NuC)" in legend  # the paper's terms, in the small print
+
+
+def test_the_all_heads_legend_has_one_step_per_possible_share():
+    three = render.legend_html("all heads", heads=3)
+    assert [f"{p}%" in three for p in (0, 33, 67, 100)] == [True] * 4
+    assert "20%" not in three and "40%" not in three
+    assert "ip-h3" in three and "ip-h7" in three  # 1 and 2 of 3 heads: the shades tokens_html gives them
+    assert render.head_shade(1, 3) == 3 and render.head_shade(2, 3) == 7
+
+
+def test_the_retention_map_has_axis_ticks_and_a_colour_scale():
+    data = {"matrix": [[0.0, 0.1, 0.69]] * 12, "labels": ["0", "100", "200"], "x": "position"}
+    html = render.retention_html(data)
+    ticks = re.findall(r'<td colspan="1" class="ip-xtick">([^<]*)</td>', html)
+    assert ticks == ["0", "100", "200"]
+    layers = re.findall(r'<th class="ip-layer">(\d*)</th>', html)
+    assert [label for label in layers if label] == ["0", "5", "10", "11"]
+    assert "share of the tokens the layer still holds: 0%" in html and "69.0% (the highest in this map)" in html
+    assert "position in the document (tokens)" in html
+
+
+def test_memory_plots_start_their_y_axis_at_zero():
+    from infinipot.app.web.page.handlers import _memory_frames
+
+    kv, process = _memory_frames(
+        {"kv": [[0, "pot", 1.0], [100, "full KV cache", 4.0]], "process": [[0, 1856.0], [100, 1866.0]]}
+    )
+    assert kv["y_lim"] == [0, pytest.approx(4.4)] and process["y_lim"] == [0, pytest.approx(2052.6)]

@@ -34,6 +34,7 @@ from infinipot.app.web.settings import (
     answer_choices,
     whole_number,
 )
+from infinipot.app.web.wording import RESUME_CONTINUES
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.scorers import METHODS
 from infinipot.ingest import open_document
@@ -138,7 +139,7 @@ class Workspace:
         elif ready:
             row["state"], row["status"] = "ready", "ready"
         elif pot is not None and pot["status"] == "reading":
-            row["state"], row["status"] = "interrupted", "interrupted (Resume continues from the last checkpoint)"
+            row["state"], row["status"] = "interrupted", f"interrupted ({RESUME_CONTINUES})"
         else:
             row["state"] = FAILED
             row["status"] = f"failed: {pot['error'] if pot else 'unknown'}"
@@ -288,6 +289,14 @@ class Workspace:
             "elapsed_seconds": pot["read_seconds"],
             "reused": False,
         }
+
+    def document_name(self, doc_id: str | None) -> str:
+        """The name of a document in the library; ValueError when none is chosen or it is not there."""
+        doc_id = _need(doc_id)
+        row = next((row for row in self.library() if row["doc_id"] == doc_id), None)
+        if row is None:
+            raise ValueError("no such document; upload it first")
+        return row["name"]
 
     def choices(self) -> list[tuple[str, str]]:
         return [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in self.library()]
@@ -513,7 +522,7 @@ def _job_status(job: dict) -> str:
     if job["status"] == READING:
         return f"reading {percent}"
     if job["status"] == CANCELLED:
-        return f"cancelled at {percent} (Resume continues)"
+        return f"cancelled at {percent} ({RESUME_CONTINUES})"
     return f"failed: {job['error']}"
 
 

@@ -57,6 +57,11 @@ class InfiniPotApp:
                     c.cancel = gr.Button("Cancel reading", size="sm")
                     c.resume = gr.Button("Resume", size="sm")
                     c.delete = gr.Button("Delete document", size="sm", variant="stop")
+                with gr.Row():
+                    c.confirm_delete = gr.Button(
+                        "Yes, delete it", size="sm", variant="stop", visible=False, elem_id="ip-confirm-delete"
+                    )
+                    c.keep_document = gr.Button("No, keep it", size="sm", visible=False)
                 c.library = gr.Dataframe(
                     headers=render.LIBRARY_HEADERS,
                     value=[],
@@ -82,7 +87,12 @@ class InfiniPotApp:
             with gr.Tab("What the model kept", id=KEPT_TAB) as c.kept_tab:
                 with gr.Row():
                     c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
-                    c.head = gr.Dropdown(label="KV head", choices=[ALL_HEADS, "0"], value="0", allow_custom_value=True)
+                    c.head = gr.Dropdown(
+                        label="KV head (a group of attention heads)",
+                        choices=[ALL_HEADS, "0"],
+                        value="0",
+                        allow_custom_value=True,
+                    )
                     c.start = gr.Number(label="From token", value=0, precision=0, minimum=0)
                     c.size = gr.Slider(label="Window (tokens)", minimum=100, maximum=4000, step=100, value=800)
                     c.page = gr.Number(label="Go to page", value=1, precision=0, minimum=1)
@@ -104,10 +114,20 @@ class InfiniPotApp:
                         y="MB",
                         color="series",
                         color_map={"pot": "#2f7d4f", "full KV cache": "#d9822b"},
+                        x_title="tokens read",
+                        y_title="MB",
+                        color_title="memory",
                         height=260,
-                        label="KV memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
+                        label="Model memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
                     )
-                    c.process_plot = gr.LinePlot(x="tokens", y="MB", height=260, label="Process memory, RSS (MB)")
+                    c.process_plot = gr.LinePlot(
+                        x="tokens",
+                        y="MB",
+                        x_title="tokens read",
+                        y_title="MB",
+                        height=260,
+                        label="Memory of the whole process, RSS (MB, from 0)",
+                    )
                 c.memory_caption = gr.Markdown()
                 with gr.Accordion("Data (JSON)", open=False):
                     c.data = gr.JSON()
@@ -120,31 +140,46 @@ class InfiniPotApp:
                 )
                 with gr.Row():
                     c.pot_size = gr.Number(
-                        label="Pot size |M| (entries)", value=defaults["pot_size"], precision=0, elem_id="ip-pot-size"
+                        label="Memory size: tokens the model remembers at once",
+                        info="the pot, |M|",
+                        value=defaults["pot_size"],
+                        precision=0,
+                        elem_id="ip-pot-size",
                     )
                     c.keep_size = gr.Number(
-                        label="Kept size |C| (entries)",
+                        label="Tokens kept each time the memory is full",
+                        info="the compressed size, |C|",
                         value=defaults["keep_size"],
                         precision=0,
                         elem_id="ip-keep-size",
                     )
                     c.nuc_ratio = gr.Slider(
-                        label="NuC ratio (share of |C| chosen by novelty)",
+                        label="Share kept because it surprised the model",
+                        info="the rest is kept because a summary looks at it · NuC ratio α",
                         minimum=0,
                         maximum=1,
                         step=0.05,
                         value=defaults["nuc_ratio"],
                     )
                 with gr.Row():
-                    c.cap_mode = gr.Radio(choices["cap_modes"], value=defaults["cap_mode"], label="CaP mode")
-                    c.cap_question = gr.Textbox(label="Question for CaP mode 'question'")
+                    c.cap_mode = gr.Radio(
+                        choices["cap_modes"],
+                        value=defaults["cap_mode"],
+                        label="What decides importance while reading",
+                        info="general: a summary request · question: your question below · CaP mode",
+                    )
+                    c.cap_question = gr.Textbox(label="Question to read for (with 'question')")
                     c.method = gr.Dropdown(
-                        choices["methods"], value=defaults["method"], label="Method (for comparisons)"
+                        choices["methods"],
+                        value=defaults["method"],
+                        label="Method",
+                        info="infinipot; the others are baselines for comparisons",
                     )
                     c.nuc_unit = gr.Dropdown(
                         choices["nuc_units"],
                         value=defaults["nuc_unit"],
-                        label="NuC unit: a token gets its sentence's, its word's (with edges) or its own novelty",
+                        label="Surprise is measured per",
+                        info="a token gets its sentence's, its word's (with edges) or its own novelty · NuC unit",
                     )
                 c.checkpoint_seconds = gr.Number(
                     label="Save a resume point every ... seconds of reading (a crash loses at most this much; "
@@ -262,7 +297,8 @@ class InfiniPotApp:
             c.seed,
             c.stop_on_repeat,
         ]
-        refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen])
+        buttons = [c.cancel, c.resume, c.delete]
+        refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen, *buttons])
         chosen = [c.chatbot, c.chat, c.history, c.progress, c.summary_status, c.summary]
         selected = dict(fn=h.select, inputs=c.doc, outputs=chosen)
 
@@ -274,7 +310,10 @@ class InfiniPotApp:
         c.files.upload(h.upload, [c.files, *settings], [c.notice, c.library, c.doc, c.files], api_name="upload")
         c.cancel.click(h.cancel, c.doc, c.notice, api_name="cancel")
         c.resume.click(h.resume, c.doc, c.notice, api_name="resume")
-        c.delete.click(h.delete, c.doc, [c.notice, c.library, c.doc], api_name="delete")
+        confirm = [c.confirm_delete, c.keep_document]
+        c.delete.click(h.ask_delete, c.doc, [c.notice, *confirm], api_name="ask_delete")
+        c.confirm_delete.click(h.delete, c.doc, [c.notice, c.library, c.doc, *confirm], api_name="delete")
+        c.keep_document.click(h.keep_document, None, [c.notice, *confirm], api_visibility="undocumented")
         self.follow_panel.wire(c, settings)
 
         ask = dict(

@@ -82,10 +82,29 @@ def _chat(messages: list[dict]) -> list[dict]:
     return [sources.chat_message(m["role"], m["content"], m.get("citations")) for m in messages]
 
 
-def _memory_frames(rows: dict[str, list[dict]]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"]), pd.DataFrame(
-        rows["process"], columns=["tokens", "MB"]
+def button_states(progress: dict | None) -> tuple[bool, bool, bool]:
+    """Whether Cancel, Resume and Delete can do anything for the chosen document's state."""
+    status = progress["status"] if progress else None
+    reading = status in ("queued", "counting", "reading")
+    return reading, status in ("cancelled", "interrupted", "failed"), progress is not None and not reading
+
+
+def _button_updates(states: tuple[bool, bool, bool]) -> list[dict]:
+    return [gr.update(interactive=state) for state in states]
+
+
+def _memory_frames(rows: dict[str, list[dict]]) -> tuple[dict, dict]:
+    """The two memory plots' data, each with a y axis from 0 (a 10 MB change in 1.8 GB is not dramatic)."""
+    kv = pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"])
+    process = pd.DataFrame(rows["process"], columns=["tokens", "MB"])
+    return (
+        gr.update(value=kv, y_lim=[0, _top(kv)]),
+        gr.update(value=process, y_lim=[0, _top(process)]),
     )
+
+
+def _top(frame: pd.DataFrame) -> float:
+    return float(frame["MB"].max()) * 1.1 if len(frame) else 1.0
 
 
 class Handlers:
@@ -109,7 +128,8 @@ class Handlers:
         """The library table, the document choices and the chosen document's progress."""
         rows = self.ws.library()
         choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
-        keep = doc_id if any(value == doc_id for _, value in choices) else None
+        # The page was (re)loaded with no document chosen: the latest one, so Chat is not empty.
+        keep = doc_id if any(value == doc_id for _, value in choices) else (rows[-1]["doc_id"] if rows else None)
         progress = render.progress_html(self.ws.progress(keep))
         return render.library_rows(rows), gr.update(choices=choices, value=keep), progress
 
@@ -128,7 +148,10 @@ class Handlers:
             choices_out = gr.update(choices=choices)  # an upload may be choosing a document right now
         table_out = table if table != seen.get("table") else gr.skip()
         progress_out = progress if progress != seen.get("progress") else gr.skip()
-        return table_out, choices_out, progress_out, {"table": table, "choices": choices, "progress": progress}
+        buttons = button_states(self.ws.progress(doc_id))
+        buttons_out = _button_updates(buttons) if buttons != seen.get("buttons") else [gr.skip()] * 3
+        state = {"table": table, "choices": choices, "progress": progress, "buttons": buttons}
+        return table_out, choices_out, progress_out, state, *buttons_out
 
     def select(self, doc_id):
         """A document was chosen: its latest conversation, its conversations, its progress (summary cleared)."""
@@ -153,9 +176,24 @@ class Handlers:
         return self.ws.resume(doc_id)
 
     @user_errors
+    def ask_delete(self, doc_id):
+        """The first click on Delete: say what will go and show the confirming button."""
+        name = self.ws.document_name(doc_id)
+        notice = (
+            f"Delete **{name}**? Its memory pot, conversations, summary and uploaded copy go, and cannot be brought "
+            "back. Press **Yes, delete it** to go on."
+        )
+        return notice, gr.update(visible=True), gr.update(visible=True)
+
+    def keep_document(self):
+        return "Nothing was deleted.", gr.update(visible=False), gr.update(visible=False)
+
+    @user_errors
     def delete(self, doc_id):
         message = self.ws.delete(doc_id)
-        return message, render.library_rows(self.ws.library()), gr.update(choices=self.ws.choices(), value=None)
+        hidden = gr.update(visible=False)
+        table = render.library_rows(self.ws.library())
+        return message, table, gr.update(choices=self.ws.choices(), value=None), hidden, hidden
 
     # -- chat --------------------------------------------------------------------------------------
     @user_errors
@@ -229,7 +267,7 @@ class Handlers:
         pages = window["pages"]
         return (
             render.window_caption(window),
-            render.legend_html(window["mode"]),
+            render.legend_html(window["mode"], window.get("heads_counted", 0)),
             render.tokens_html(window),
             render.retention_html(retention),
             *_memory_frames(memory["rows"]),

@@ -7,14 +7,29 @@ from __future__ import annotations
 
 import html
 
+from infinipot.app.web.wording import RESUME_CONTINUES
+
 LIBRARY_HEADERS = ["Document", "Status", "Tokens", "Pages", "Pot (entries / size)", "Disk", "ID"]
+# Why a token is in the model's memory, in plain words (the paper's terms in brackets, for the hover text).
 STATE_LABELS = {
-    "sink": "sink (chat template opening)",
-    "nuc": "kept by NuC (novelty)",
-    "cap": "kept by CaP (catalyst attention)",
-    "read": "read since the last compression",
-    "dropped": "dropped",
+    "sink": "kept always: the chat template's opening (sink)",
+    "nuc": "kept: it surprised the model (NuC, novelty under compression)",
+    "cap": "kept: a summary of the text looks at it (CaP, catalyst prompt attention)",
+    "read": "kept: read after the last compression",
+    "dropped": "forgotten",
 }
+# The legend's words for the states a document token can have (sinks are template tokens, never in the text).
+LEGEND_LABELS = {
+    "cap": "important to a summary of the text",
+    "nuc": "surprising to the model",
+    "read": "read after the last compression",
+}
+LEGEND_NOTE = "The model remembers only the coloured text; grey text was forgotten when the memory was compressed."
+LEGEND_TERMS = (
+    "In the InfiniPot paper's terms: blue is kept by the catalyst prompt's attention (CaP), orange by novelty "
+    "under compression (NuC), green is the uncompressed tail. A KV head is one of the model's groups of attention "
+    "heads; each remembers its own tokens."
+)
 _SHADES = 10
 
 
@@ -61,7 +76,7 @@ def upload_notice(results: list[dict]) -> str:
     lines = []
     for result in results:
         if result["ok"]:
-            lines.append(f"- **{result['name']}**: queued for reading")
+            lines.append(f"- **{result['name']}** added to the library")
         else:
             lines.append(f"- **{result['name']}** was not added: {result['message']}")
     return "\n".join(lines)
@@ -104,9 +119,9 @@ def progress_text(snapshot: dict | None) -> str:
         how = "reused the stored pot" if snapshot.get("reused") else f"read in {duration(snapshot['elapsed_seconds'])}"
         return f"{name}: ready · " + " · ".join(parts) + f" · {how}"
     if status == "cancelled":
-        return f"{name}: cancelled · " + " · ".join(parts) + " · Resume reads it again"
+        return f"{name}: cancelled · " + " · ".join(parts) + f" · {RESUME_CONTINUES}"
     if status == "interrupted":
-        return f"{name}: interrupted · Resume continues it"
+        return f"{name}: interrupted · {RESUME_CONTINUES}"
     return f"{name}: failed: {snapshot.get('error') or 'unknown error'}"
 
 
@@ -119,12 +134,26 @@ def progress_html(snapshot: dict | None) -> str:
     return f'<div class="ip-progress">{bar}<div class="ip-progress-text">{text}</div></div>'
 
 
-def legend_html(mode: str) -> str:
+def head_shade(count: int, heads: int) -> int:
+    """The colour step (0 to _SHADES) of a token kept by `count` of `heads` KV heads."""
+    return round(_SHADES * count / heads) if heads else 0
+
+
+def legend_html(mode: str, heads: int = 0) -> str:
+    """The legend in plain words, with the paper's terms in small print. All heads: one step per possible share
+    (3 heads: 0, 33, 67 and 100%)."""
     if mode == "all heads":
-        cells = "".join(f'<span class="ip-tok ip-h{i}">{i * 10}%</span>' for i in range(0, _SHADES + 1, 2))
-        return f'<div class="ip-legend">share of heads that kept the token: {cells}</div>'
-    cells = "".join(f'<span class="ip-tok ip-{state}">{escape(label)}</span>' for state, label in STATE_LABELS.items())
-    return f'<div class="ip-legend">{cells}</div>'
+        steps = range(heads + 1) if 0 < heads <= _SHADES else range(0, _SHADES + 1, 2)
+        total = heads if 0 < heads <= _SHADES else _SHADES
+        cells = "".join(f'<span class="ip-tok ip-h{head_shade(k, total)}">{100 * k / total:.0f}%</span>' for k in steps)
+        note = "The darker the text, the more of the model's KV heads remember it; grey: none do."
+        return f'<div class="ip-legend">{escape(note)} Share of heads: {cells}</div>'
+    cells = "".join(f'<span class="ip-tok ip-{state}">{escape(label)}</span>' for state, label in LEGEND_LABELS.items())
+    forgotten = '<span class="ip-tok ip-dropped">forgotten</span>'
+    return (
+        f'<div class="ip-legend"><b>{escape(LEGEND_NOTE)}</b> {cells} {forgotten}</div>'
+        f'<div class="ip-small">{escape(LEGEND_TERMS)}</div>'
+    )
 
 
 def window_caption(window: dict) -> str:
@@ -152,7 +181,7 @@ def tokens_html(window: dict) -> str:
         index = window["start"] + offset
         if window["mode"] == "all heads":
             heads = window["heads_counted"]
-            shade = round(_SHADES * token["count"] / heads) if heads else 0
+            shade = head_shade(token["count"], heads)
             title = f"token {index:,}: kept by {token['count']} of {heads} heads"
             css = f"ip-h{shade}"
         else:
@@ -162,24 +191,43 @@ def tokens_html(window: dict) -> str:
     return f'<div class="ip-text">{"".join(spans)}</div>'
 
 
+# Layers labelled on the retention map's y axis: every LAYER_TICK-th (and the last), so labels never overlap.
+LAYER_TICK = 5
+# Ticks on its x axis, evenly spaced, the first and last columns included.
+X_TICKS = 5
+
+
 def retention_html(data: dict) -> str:
-    """Layers (rows) x position bins or pages (columns), shaded by the share of tokens the layer still holds."""
+    """Layers (rows) x position bins or pages (columns), shaded by the share of tokens the layer still holds.
+
+    The colours are scaled to the map's highest share (a 4K memory of a long book keeps a few percent of each
+    part, which a 0-100% scale would show as blank), and the colour scale under the map says what they mean."""
     matrix = data["matrix"]
+    labels = data["labels"]
     peak = max((value for row in matrix for value in row), default=0.0) or 1.0
+    last_layer = len(matrix) - 1
     rows = []
     for layer, values in enumerate(matrix):
         cells = "".join(
             f'<td class="ip-r{round(_SHADES * value / peak)}" '
             f'title="layer {layer}, {escape(label)}: {100 * value:.2f}% of tokens kept"></td>'
-            for value, label in zip(values, data["labels"], strict=True)
+            for value, label in zip(values, labels, strict=True)
         )
-        rows.append(f'<tr><th class="ip-layer">{layer}</th>{cells}</tr>')
-    axis = "page" if data["x"] == "page" else "token position"
-    first, last = data["labels"][0], data["labels"][-1]
+        tick = str(layer) if layer % LAYER_TICK == 0 or layer == last_layer else ""
+        rows.append(f'<tr><th class="ip-layer">{tick}</th>{cells}</tr>')
+    columns = len(labels)
+    ticks = sorted({round(i * (columns - 1) / (X_TICKS - 1)) for i in range(X_TICKS)}) if columns > 1 else [0]
+    tick_cells = "".join(
+        f'<td colspan="1" class="ip-xtick">{escape(labels[i]) if i in ticks else ""}</td>' for i in range(columns)
+    )
+    axis = "page of the PDF" if data["x"] == "page" else "position in the document (tokens)"
+    scale = "".join(f'<span class="ip-r{step}"></span>' for step in range(_SHADES + 1))
     return (
-        f'<div class="ip-retention"><table class="ip-heatmap">{"".join(rows)}</table>'
-        f'<div class="ip-axis">y: layer 0 (top) to {len(matrix) - 1} · x: {axis}, {escape(first)} (left) to '
-        f"{escape(last)} (right) · darkest = {100 * peak:.2f}% kept</div></div>"
+        f'<div class="ip-retention"><table class="ip-heatmap">{"".join(rows)}'
+        f'<tr><th class="ip-layer"></th>{tick_cells}</tr></table>'
+        f'<div class="ip-axis">rows: the model\'s layers, 0 at the top to {last_layer} · columns: {axis}</div>'
+        f'<div class="ip-scale">share of the tokens the layer still holds: 0% {scale} {100 * peak:.1f}% '
+        "(the highest in this map)</div></div>"
     )
 
 

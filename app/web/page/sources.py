@@ -40,8 +40,12 @@ def _hovered(citation: dict) -> str:
     return f'<span title="{html.escape(snippet, quote=True)}">{html.escape(label)}</span>'
 
 
+# What the percentage after each source means, said once per answer.
+SHARE_MEANING = " (%: the share of the answer's attention each place drew)"
+
+
 def sources_line(citations: list[dict]) -> str:
-    return "Sources: " + " · ".join(_hovered(c) for c in citations) if citations else ""
+    return "Sources: " + " · ".join(_hovered(c) for c in citations) + SHARE_MEANING if citations else ""
 
 
 def markdown_text(text: str) -> str:

@@ -1,0 +1,5 @@
+"""Phrases the page shows in more than one place (the progress line and the library table), kept in one place so
+they never contradict each other. No imports: the pure render functions and the workspace both use them."""
+
+# What Resume does with a cancelled or interrupted read: it continues from the last resume point.
+RESUME_CONTINUES = "Resume continues from where it stopped"
