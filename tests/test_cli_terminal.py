@@ -2,6 +2,7 @@
 that is a bar on a terminal and whole lines in a log."""
 
 import io
+import re
 
 import pytest
 from helpers import expect_one_line_error, run_json
@@ -79,3 +80,26 @@ def test_a_captured_read_never_runs_progress_lines_together(tmp_path, tiny_model
     err = capsys.readouterr().err
     assert "\r" not in err
     assert all(line.startswith(("read ", "infinipot:")) or not line for line in err.splitlines()), err
+
+
+def test_a_read_says_what_happened_in_words(tmp_path, tiny_model_dir, capsys):
+    notes = write_notes(tmp_path / "notes.txt", lines=30)
+    assert main(["read", str(notes), "--model", tiny_model_dir, *POT]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert re.fullmatch(
+        r"notes\.txt: read [\d,]+ tokens through a 128-entry memory pot in \d+ compressions; it keeps \d+ entries "
+        r"\(peak 128\) in [\d.]+ s\. doc_id [0-9a-f]{16}",
+        line,
+    ), line
+    assert main(["read", str(notes), "--model", tiny_model_dir, *POT]) == 0
+    again = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "the stored pot is reused" in again
+
+
+def test_the_make_run_sample_is_the_generated_one_with_its_answer_in_the_middle():
+    from benchmarks.devset.make_sample import DEFAULT_OUT, sample_text
+
+    text = sample_text()
+    assert DEFAULT_OUT.read_text(encoding="utf-8") == text  # regenerate with python -m benchmarks.devset.make_sample
+    assert 0.3 < text.index("is 7419") / len(text) < 0.7
+    assert 45_000 < len(text) < 65_000  # about 12K tokens of the default model: several compressions of its pot

@@ -127,7 +127,9 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         assert "empty.txt was not added:" in visible_text(browser, "#ip-notice")
 
         browser.find_element(By.CSS_SELECTOR, "#ip-upload input[type='file']").send_keys(str(notes))
-        wait_for(lambda: "notes.txt added to the library" in visible_text(browser, "#ip-notice"), "the upload notice", 60)
+        wait_for(
+            lambda: "notes.txt added to the library" in visible_text(browser, "#ip-notice"), "the upload notice", 60
+        )
         library = wait_for(lambda: (t := visible_text(browser, "#ip-library")) and "ready" in t and t, "the read")
         assert "notes.txt" in library and "/ 128" in library and "Pot (entries / size)" in library
         assert "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value")

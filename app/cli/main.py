@@ -129,6 +129,25 @@ def _close_progress() -> None:
         _shown_progress.pop().close()
 
 
+def read_line(report, pot_size: int) -> str:
+    """What a read did, in words: 'notes.txt: read 12,620 tokens through a 4,096-entry memory pot in 5
+    compressions; ...'."""
+    if report.reused:
+        what = f"the stored pot is reused ({report.tokens:,} tokens read before, {report.cycles} compressions)"
+    elif report.cycles == 0:
+        what = f"read {report.tokens:,} tokens; they fit the {pot_size:,}-entry memory pot whole (no compression)"
+    else:
+        compressions = "compression" if report.cycles == 1 else "compressions"
+        what = (
+            f"read {report.tokens:,} tokens through a {pot_size:,}-entry memory pot in {report.cycles} {compressions}; "
+            f"it keeps {report.pot_entries:,} entries (peak {report.peak_entries:,})"
+        )
+    how = "" if report.reused else f" in {report.seconds:.1f} s"
+    if report.resumed_from:
+        how += f", resumed after {report.resumed_from:,} tokens"
+    return f"{report.name}: {what}{how}. doc_id {report.doc_id}"
+
+
 def _error(line: str) -> int:
     _close_progress()
     print(f"infinipot: error: {line}", file=sys.stderr)
@@ -232,13 +251,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(report.as_json()))
         else:
-            how = "reused the stored pot" if report.reused else f"read in {report.seconds:.1f} s"
-            if report.resumed_from:
-                how += f", resumed after {report.resumed_from:,} tokens"
-            print(
-                f"{report.name}: {report.tokens:,} tokens, {report.cycles} compressions, pot {report.pot_entries} "
-                f"entries (peak {report.peak_entries}); {how}. doc_id {report.doc_id}"
-            )
+            print(read_line(report, config.pot_size))
         return 0
     if args.command == "list":
         documents = service.documents()
