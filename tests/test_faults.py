@@ -314,3 +314,15 @@ def test_the_apps_reads_save_resume_points_at_the_chosen_interval(
     finally:
         workspace.close()
     assert_database_intact(infinipot_home)
+
+
+def test_an_answer_stopped_by_its_reader_is_stored_as_far_as_it_got(tmp_path, tiny_model_dir, infinipot_home):
+    service, doc_id = read_notes(tmp_path, tiny_model_dir, infinipot_home)
+    pieces, stats, _ = service.ask(doc_id, "What does the fox do?", answer_from="pot", max_new_tokens=24)
+    first = next(pieces)
+    pieces.close()  # what the app's Stop does to the stream
+    (conversation,) = service.conversations(doc_id)
+    question, answer = service.messages(conversation["id"])
+    assert question["content"] == "What does the fox do?"
+    assert answer["content"] == first.strip() and answer["meta"]["stopped"] is True
+    assert service.store.db.execute("SELECT count(*) FROM document_uses").fetchone()[0] == 0  # the use ended

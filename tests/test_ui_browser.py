@@ -164,7 +164,7 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         wait_for(lambda: f"starts at line {cited_line} ·" in visible_text(browser, "body"), "the cited line", 120)
         open_tab(browser, "Chat")
 
-        # Stop: a slow answer stops growing once Stop is pressed, and is not stored.
+        # Stop: a slow answer stops growing once Stop is pressed; it is marked stopped on the page and stored so.
         follow_up = "Who is lazy?"
         full = list(stored.engine.answer(stored.pot, follow_up, 16))
         assert len(full) >= 6, full  # enough pieces to stop in the middle
@@ -173,7 +173,7 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         browser.find_element(By.CSS_SELECTOR, "#ip-ask").click()
 
         def partial_answer() -> str:
-            text = visible_text(browser, "#ip-chat")
+            text = visible_text(browser, "#ip-chat").replace("(stopped)", "")
             return normalized(text.split(follow_up, 1)[1]) if follow_up in text else ""
 
         wait_for(partial_answer, "the start of the answer", 60, every=0.1)
@@ -183,9 +183,16 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
             partial_answer, settle=2.5, timeout=120, what="the answer to stop growing", ignore=(Exception,)
         )
         assert len(stopped) < len(normalized("".join(full)))
+        assert "(stopped)" in visible_text(browser, "#ip-chat")
         conversation = workspace.conversations(doc_id)[-1]["id"]
-        assert [m["content"] for m in workspace.messages(conversation)][::2] == [question]
-        assert workspace.messages(conversation)[1]["answer_from"] == "pot"  # as chosen in Settings
+        messages = wait_until(
+            lambda: (m := workspace.messages(conversation)) and len(m) == 4 and m, what="the stopped answer stored"
+        )
+        assert [m["content"] for m in messages][::2] == [question, follow_up]
+        assert messages[3]["stopped"] and not messages[1]["stopped"]
+        kept = normalized(messages[3]["content"])  # stored as far as it got (a piece in flight may be in it too)
+        assert kept.startswith(stopped) and len(kept) < len(normalized("".join(full)))
+        assert messages[1]["answer_from"] == "pot"  # as chosen in Settings
 
         # Another document chosen: "What the model kept" starts over at its first token, without pressing Show.
         second = write_notes(tmp_path / "second.txt", lines=4, tag="-second")

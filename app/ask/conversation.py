@@ -33,18 +33,30 @@ def recorded_answer(
     question: str,
     conversation_id: int | None,
 ) -> Iterator[str]:
-    """Pass the cited answer through; once it is complete, store question and answer (a stopped one is not)."""
+    """Pass the cited answer through; once it is complete, store question and answer. An answer stopped by its
+    reader (the stream closed: the app's Stop) is stored as far as it got, marked stopped."""
     store = library.store
     text = []
-    for piece in cited_answer(library, pieces, stats, stored, question):
-        text.append(piece)
-        yield piece
+    try:
+        for piece in cited_answer(library, pieces, stats, stored, question):
+            text.append(piece)
+            yield piece
+    except GeneratorExit:
+        stats.stopped_by = "reader"
+        _record_if_stored(store, stored, question, "".join(text).strip(), stats, conversation_id)
+        raise
+    _record_if_stored(store, stored, question, "".join(text).strip(), stats, conversation_id)
+
+
+def _record_if_stored(
+    store: Store, stored: StoredPot, question: str, answer: str, stats: AskStats, conversation_id: int | None
+) -> None:
     deleted = f"{stored.name} was deleted while this answer was written, so it is not saved"
     if store.documents.get(stored.doc_id) is None:  # a delete that ran before this answer marked it in use
         stats.warnings.append(deleted)
         return
     try:
-        _record(store, stored, question, "".join(text).strip(), stats, conversation_id)
+        _record(store, stored, question, answer, stats, conversation_id)
     except (sqlite3.IntegrityError, NotStored):  # the same delete, committed between the look and the write
         stats.warnings.append(deleted)
 
@@ -61,6 +73,7 @@ def _record(
         "new_tokens": stats.new_tokens,
         "citations": stats.citations,
         "answer_from": stats.answer_from,
+        "stopped": stats.stopped_by == "reader",
     }
     store.conversations.append_many(conversation_id, [("user", question, None), ("assistant", answer, meta)])
     stats.conversation_id = conversation_id

@@ -328,6 +328,7 @@ class Workspace:
                 "content": m["content"],
                 "citations": (m["meta"] or {}).get("citations", []),
                 "answer_from": (m["meta"] or {}).get("answer_from"),
+                "stopped": bool((m["meta"] or {}).get("stopped")),
             }
             for m in self.service.messages(conversation_id)
         ]

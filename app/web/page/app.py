@@ -117,7 +117,7 @@ class InfiniPotApp:
                         x_title="tokens read",
                         y_title="MB",
                         color_title="memory",
-                        height=260,
+                        height=320,
                         label="Model memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
                     )
                     c.process_plot = gr.LinePlot(
@@ -125,7 +125,7 @@ class InfiniPotApp:
                         y="MB",
                         x_title="tokens read",
                         y_title="MB",
-                        height=260,
+                        height=320,
                         label="Memory of the whole process, RSS (MB, from 0)",
                     )
                 c.memory_caption = gr.Markdown()
@@ -329,7 +329,10 @@ class InfiniPotApp:
         summarized = c.summarize.click(h.summarize, **summary, api_name="summarize", concurrency_limit=1)
         renewed = c.new_summary.click(h.new_summary, **summary, api_name="summarize_new", concurrency_limit=1)
         question_events = self.questions.wire(c, blocks, answers)
-        c.stop.click(None, None, None, cancels=[asked, submitted, summarized, renewed, *question_events])
+        stoppable = [asked, submitted, summarized, renewed, *question_events]
+        c.stop.click(
+            h.mark_stopped, [c.chatbot, c.chat], [c.chatbot, c.chat], cancels=stoppable, api_visibility="undocumented"
+        )
         c.new_chat.click(h.new_chat, c.doc, [c.chatbot, c.chat, c.history], api_name="new_chat")
         c.history.input(h.open_conversation, [c.history, c.doc], [c.chatbot, c.chat], api_visibility="undocumented")
 

@@ -79,7 +79,24 @@ def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
 
 def _chat(messages: list[dict]) -> list[dict]:
     """Workspace messages as Chatbot messages, answers with their sources (app/ui/sources.py)."""
-    return [sources.chat_message(m["role"], m["content"], m.get("citations")) for m in messages]
+    return [
+        sources.chat_message(m["role"], m["content"], m.get("citations"), m.get("stopped", False)) for m in messages
+    ]
+
+
+def _with_stopped_mark(content):
+    """A Chatbot message's content (a string, or the page's list of parts) ending with the stopped mark."""
+    if isinstance(content, list):
+        texts = [i for i, part in enumerate(content) if isinstance(part, dict) and part.get("type") == "text"]
+        if not texts:
+            return [*content, {"type": "text", "text": sources.STOPPED_MARK.strip()}]
+        last = texts[-1]
+        return [*content[:last], _with_stopped_mark_part(content[last]), *content[last + 1 :]]
+    return str(content or "").rstrip() + sources.STOPPED_MARK
+
+
+def _with_stopped_mark_part(part: dict) -> dict:
+    return {**part, "text": _with_stopped_mark(part.get("text", ""))}
 
 
 def button_states(progress: dict | None) -> tuple[bool, bool, bool]:
@@ -205,15 +222,23 @@ class Handlers:
         pieces, stats = self.ws.ask(doc_id, question, answers_from_values(answer), conversation_id)
         history = _chat(self.ws.messages(conversation_id))
         history += [{"role": "user", "content": question.strip()}, {"role": "assistant", "content": ""}]
-        yield history, "", chat, gr.skip()
+        streaming = {**chat, "streaming": True}  # Stop marks the answer only while one is being written
+        yield history, "", streaming, gr.skip()
         for piece in pieces:
             history[-1]["content"] += piece
-            yield history, "", chat, gr.skip()
+            yield history, "", streaming, gr.skip()
         answer = history[-1]["content"].strip() or "(the model gave an empty answer)"
         history[-1] = sources.chat_message("assistant", answer, stats.citations)
         chat = {"doc_id": doc_id, "conversation_id": stats.conversation_id}
         choices = _conversation_choices(self.ws.conversations(doc_id))
         yield history, "", chat, gr.update(choices=choices, value=stats.conversation_id)
+
+    def mark_stopped(self, history, chat):
+        """Stop was pressed: the answer being written ends with the stopped mark at once (as it is stored)."""
+        history, chat = list(history or []), dict(chat or {})
+        if chat.pop("streaming", False) and history and history[-1].get("role") == "assistant":
+            history[-1] = {**history[-1], "content": _with_stopped_mark(history[-1].get("content"))}
+        return history, chat
 
     def new_chat(self, doc_id):
         return [], {"doc_id": doc_id, "conversation_id": None}, gr.update(value=None)

@@ -63,9 +63,15 @@ def quotes(citations: list[dict]) -> str:
     return "\n>\n".join(quoted)
 
 
-def chat_message(role: str, content: str, citations: list[dict] | None = None) -> dict:
+# Added to an answer that Stop cut short, on the page and after a reload.
+STOPPED_MARK = " *(stopped)*"
+
+
+def chat_message(role: str, content: str, citations: list[dict] | None = None, stopped: bool = False) -> dict:
     """A Chatbot message: an answer with citations gets a Sources line, quotes of its best sources' text, and
-    one option per citation."""
+    one option per citation; a stopped answer ends with the stopped mark."""
+    if stopped:
+        content = (content or "").rstrip() + STOPPED_MARK
     if role != "assistant" or not citations:
         return {"role": role, "content": content}
     quoted = quotes(citations)
