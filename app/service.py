@@ -75,6 +75,14 @@ class DocumentService:
         self.forget_pot(report.doc_id)
         return report
 
+    def resume_point(self, doc_id: str, config: PotConfig, model_name: str = "default") -> int:
+        """Document tokens an interrupted read of `doc_id` with these settings continues from (0: from the start)."""
+        pot = self.store.pots.find(doc_id, self.model(model_name).identity, config.identity())
+        if pot is None or pot.status != "reading":
+            return 0
+        checkpoint = self.store.checkpoints.latest(pot.id)
+        return checkpoint.document_tokens if checkpoint is not None else 0
+
     def count_tokens(self, doc_id: str, path: Path, model: str, progress: Callable[[Progress], object]) -> int:
         """The document's token count, storing its token ids (the kept-token view shows them) on the way."""
         loaded = self.model(model)
@@ -260,6 +268,18 @@ class DocumentService:
             stats.reused_summary = True
             return iter([kept]), stats
         return summary.summary_pieces(self.library, stored, decoding, stats, config or SummaryConfig(), on_part), stats
+
+    def record_summary(self, doc_id: str, request: str, summary: str, conversation_id: int | None, meta: dict) -> int:
+        """Store a summary in a conversation of the document (a new one when None), after the `request` that asked
+        for it ("Summarize this file"), like a question and its answer; returns the conversation's id."""
+        self.store.require_writable("keeping the summary in the conversation")
+        conversations = self.store.conversations
+        if conversation_id is None:
+            conversation_id = conversations.create(doc_id, None, request).id
+        conversations.append_many(
+            conversation_id, [("user", request, None), ("assistant", summary, {**meta, "summary": True})]
+        )
+        return conversation_id
 
     def conversations(self, doc_id: str) -> list[dict]:
         return [asdict(c) for c in self.store.conversations.for_document(doc_id)]

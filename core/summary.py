@@ -33,6 +33,8 @@ class SummaryConfig:
     part_new_tokens: int = 160
     # The document's first tokens, read first whatever the attention ranks (part of span_tokens).
     opening_tokens: int = 256
+    # Asked of the opening alone; its answer leads the partial summaries ("" asks nothing).
+    lead_question: str = "What is this document about?"
 
     def __post_init__(self) -> None:
         if self.block_tokens < 64:
@@ -127,12 +129,16 @@ def summarize_document(
         ids = engine.joined_spans([span.ids for span in block])
         parts.append("".join(engine.summarize(engine.read([ids]), part_decoding)).strip())
     parts = [part for part in parts if not is_run_on(part)] or parts  # keep every part if all are run-on
+    opening = list(fetch(0, min(config.opening_tokens, document_tokens)))
+    if config.lead_question and opening:
+        lead = "".join(engine.answer(engine.read([opening]), config.lead_question, part_decoding)).strip()
+        if lead and not is_run_on(lead):
+            parts = [lead, *parts]
     if len(parts) == 1:
         yield parts[0]
         return
     if on_part is not None:
         on_part(len(blocks) + 1, len(blocks))
-    opening = fetch(0, min(config.opening_tokens, document_tokens))
     partial = engine.tokenizer("\n\n".join(parts) + "\n\n", add_special_tokens=False)["input_ids"]
-    combined = engine.read([partial + list(opening)])
+    combined = engine.read([partial + opening])
     yield from engine.summarize(combined, decoding, stats)

@@ -127,8 +127,8 @@ def test_the_page_wires_the_question_features_and_stop_cancels_them(infinipot_ho
     assert elem_ids(across.outputs) == ["ip-across-answer"]
     assert elem_ids(ask.inputs) == ["ip-document", "ip-question", None, *answers]  # None: the chat's state
     for name in ("summarize", "summarize_new"):
-        assert elem_ids(events[name].inputs) == ["ip-document", *answers]
-        assert elem_ids(events[name].outputs) == ["ip-summary-status", "ip-summary"]
+        assert elem_ids(events[name].inputs) == ["ip-document", None, *answers]  # None: the chat's state
+        assert elem_ids(events[name].outputs) == ["ip-summary-status", "ip-chat", None, None]  # state, conversations
     assert reread.concurrency_id == across.concurrency_id == ask.concurrency_id  # one model at a time
     assert events["summarize"].concurrency_id == events["summarize_new"].concurrency_id == ask.concurrency_id
 
@@ -208,8 +208,8 @@ def test_bad_answer_settings_get_one_line_as_typed_and_refuse_to_answer(infinipo
         assert handlers.check_answers(*answer_args(**changes)) == f"Not valid: {message}"
         refusals = [
             lambda values: handlers.ask("any", QUESTION, {}, *values),
-            lambda values: handlers.summarize("any", *values),
-            lambda values: handlers.new_summary("any", *values),
+            lambda values: handlers.summarize("any", {}, *values),
+            lambda values: handlers.new_summary("any", {}, *values),
             lambda values: QuestionFeatures(workspace).ask_across(["any", "other"], QUESTION, *values),
             lambda values: QuestionFeatures(workspace).reread("any", QUESTION, *values),
         ]
@@ -238,7 +238,8 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     workspace, small_parts, monkeypatch
 ):
     handlers, doc_id = Handlers(workspace), workspace.doc_ids[0]
-    updates = list(handlers.summarize(doc_id, *answer_args(max_new_tokens=6)))
+    # (status, the text of the summary's message in the chat) of every update the page gets
+    updates = [(u[0], u[1][-1]["content"]) for u in handlers.summarize(doc_id, {}, *answer_args(max_new_tokens=6))]
     statuses = [status for status, _ in updates]
     parts = [status for status in statuses if status.startswith("Summarizing part")]
     n = int(re.fullmatch(r"Summarizing part 1 of (\d+)…", parts[0]).group(1))
@@ -257,7 +258,7 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     assert summary == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
 
     # A second click: the stored summary at once, no parts.
-    again = list(handlers.summarize(doc_id, *answer_args(max_new_tokens=6)))
+    again = [(u[0], u[1][-1]["content"]) for u in handlers.summarize(doc_id, {}, *answer_args(max_new_tokens=6))]
     assert [status for status, _ in again if "part" in status] == []
     assert again[-1] == ("The stored summary of this document, shown at once. New summary makes a fresh one.", summary)
 
@@ -265,10 +266,16 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     made = []
     summarize = workspace.service.summarize
     monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: made.append(k["new"]) or summarize(*a, **k))
-    anew = list(handlers.new_summary(doc_id, *answer_args(max_new_tokens=6, temperature=1.5, seed=3)))
+    anew = [
+        (u[0], u[1][-1]["content"])
+        for u in handlers.new_summary(doc_id, {}, *answer_args(max_new_tokens=6, temperature=1.5, seed=3))
+    ]
     assert made == [True] and f"Summarizing part {n} of {n}…" in [status for status, _ in anew]
     assert anew[-1][0].startswith(f"Summary made from {n} parts in ")
     assert anew[-1][1] == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
+    # Each summary is kept in a conversation, after the request that asked for it, like an answer.
+    kept = [m["content"] for c in workspace.conversations(doc_id) for m in workspace.messages(c["id"])]
+    assert kept[::2] == ["Summarize this file"] * 3 and kept[-1] == anew[-1][1]
 
 
 def test_a_stopped_summary_ends_its_work_and_is_not_stored(workspace, small_parts):

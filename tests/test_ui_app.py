@@ -125,16 +125,22 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         with pytest.raises(AppError, match="evidence budget must be at least 1 token, got 0"):
             client.predict(doc_id, "Who is lazy?", 8, "evidence", 0, api_name="/ask")
 
-        # Summarize: made and stored, then the stored one at once; New summary makes another.
-        status, summary = client.predict(doc_id, 12, api_name="/summarize")
+        # Summarize: a message of the conversation, made and stored, then the stored one at once; New summary makes
+        # another. Each is kept in the conversation like an answer, after the request that asked for it.
+        status, chat, _ = client.predict(doc_id, 12, api_name="/summarize")
         kept = workspace.service.library.files.load_summary(doc_id)
-        assert status.startswith("Summary made") and summary == (kept["summary"] or "(the model gave an empty summary)")
-        assert client.predict(doc_id, 12, api_name="/summarize") == (
-            "The stored summary of this document, shown at once. New summary makes a fresh one.",
-            summary,
-        )
-        status, _ = client.predict(doc_id, 12, "pot", 768, "words", 1024, 1.0, 1.0, 5, api_name="/summarize_new")
+        summary = kept["summary"] or "(the model gave an empty summary)"
+        assert status.startswith("Summary made")
+        assert [message_text(m) for m in chat[-2:]] == ["Summarize this file", summary]
+        status, chat, _ = client.predict(doc_id, 12, api_name="/summarize")
+        assert status == "The stored summary of this document, shown at once. New summary makes a fresh one."
+        assert message_text(chat[-1]) == summary
+        status, _, _ = client.predict(doc_id, 12, "pot", 768, "words", 1024, 1.0, 1.0, 5, api_name="/summarize_new")
         assert status.startswith("Summary made")  # made anew, not the stored one
+        conversation = workspace.conversations(doc_id)[-1]["id"]
+        recorded = workspace.messages(conversation)
+        assert [m["content"] for m in recorded[-6::2]] == ["Summarize this file"] * 3
+        assert recorded[-3]["content"] == summary
         stored = workspace.service.open_pot(doc_id)
 
         # What the model kept: one head, then all heads; the data agrees with the pot's provenance.
@@ -171,7 +177,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
     with running_app(workspace) as url:
         client = Client(url, verbose=False)
         chat = client.predict(doc_id, api_name="/select")[0]
-        assert [message_text(m) for m in chat[::2]] == [question, "Who is lazy?"]
+        assert [message_text(m) for m in chat[::2]] == [question, "Who is lazy?", *["Summarize this file"] * 3]
 
         # Delete asks first; nothing goes until it is confirmed.
         asked = client.predict(doc_id, api_name="/ask_delete")  # the notice; the buttons are not data

@@ -199,8 +199,6 @@ def read_document(
         reader = engine.new_reader(on_step=checkpointer.on_step)
         if resume_pot is not None:
             reader.resume(resume_pot)
-            if on_progress is not None:  # where the read stands now, not 0 until the first piece is read
-                on_progress(resume_pot)
         else:
             reader.start(engine.prefix_ids)
         for ids in skip_tokens(chunks, skip):

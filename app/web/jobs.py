@@ -94,13 +94,15 @@ class ReadJob:
     report: dict | None = None
     memory: MemoryLog = field(default_factory=MemoryLog)
     cancel_requested: threading.Event = field(default_factory=threading.Event)
+    resumed_at: int = 0  # document tokens a resumed read started from
 
     def snapshot(self, now: float | None = None) -> dict:
         """Plain numbers for the UI: tokens read of total, cycles, tokens per second, ETA."""
         now = time.monotonic() if now is None else now
         end = self.finished_at or now
         elapsed = end - self.reading_since if self.reading_since is not None else 0.0
-        rate = self.tokens_read / elapsed if elapsed > 0 and self.tokens_read else None
+        done_here = self.tokens_read - self.resumed_at  # the rate counts what this read did, not the resume point
+        rate = done_here / elapsed if elapsed > 0 and done_here > 0 else None
         total = self.tokens_total
         fraction = min(1.0, self.tokens_read / total) if total else 0.0
         if self.status == DONE:
@@ -217,6 +219,8 @@ class ReadQueue:
             job.tokens_total = self.service.count_tokens(
                 request.doc_id, request.path, request.model, lambda progress: self._counted(job, progress)
             )
+            # a resumed read shows where it stands at once, not 0 until its first piece is read
+            job.tokens_read = job.resumed_at = self.service.resume_point(request.doc_id, request.config, request.model)
             job.status = READING
             job.reading_since = time.monotonic()
             job.report = self.service.read(

@@ -3,3 +3,6 @@ they never contradict each other. No imports: the pure render functions and the 
 
 # What Resume does with a cancelled or interrupted read: it continues from the last resume point.
 RESUME_CONTINUES = "Resume continues from where it stopped"
+
+# The request a summary answers, as the conversation shows and keeps it (the Chat tab's button).
+SUMMARY_REQUEST = "Summarize this file"

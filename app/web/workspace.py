@@ -34,7 +34,7 @@ from infinipot.app.web.settings import (
     answer_choices,
     whole_number,
 )
-from infinipot.app.web.wording import RESUME_CONTINUES
+from infinipot.app.web.wording import RESUME_CONTINUES, SUMMARY_REQUEST
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.scorers import METHODS
 from infinipot.ingest import open_document
@@ -350,6 +350,12 @@ class Workspace:
         as one piece; `new` asks for a fresh one. Settings and the document are checked before it starts."""
         decoding = answer_choices(answer).answer_settings().decoding  # every setting checked, as for questions
         return self._summary_updates(self._ready(doc_id), decoding, new)
+
+    def record_summary(self, doc_id: str, summary: str, conversation_id: int | None, note: str) -> int | None:
+        """Keep a complete summary in the conversation, like an answer; None when the data folder is read-only."""
+        if self.service.store.read_only:
+            return None
+        return self.service.record_summary(doc_id, SUMMARY_REQUEST, summary, conversation_id, {"note": note})
 
     def _summary_updates(self, doc_id: str, decoding, new: bool) -> Iterator[tuple[str, str]]:
         """Summarize in a thread, so the parts' progress (reported inside one step of the service's stream)

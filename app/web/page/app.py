@@ -82,7 +82,6 @@ class InfiniPotApp:
                     c.summarize = gr.Button("Summarize this file", elem_id="ip-summarize")
                     c.new_summary = gr.Button("New summary", elem_id="ip-new-summary")
                 c.summary_status = gr.Markdown(elem_id="ip-summary-status")
-                c.summary = gr.Markdown(label="Summary", elem_id="ip-summary")
                 self.questions.layout(c)
             with gr.Tab("What the model kept", id=KEPT_TAB) as c.kept_tab:
                 with gr.Row():
@@ -299,7 +298,7 @@ class InfiniPotApp:
         ]
         buttons = [c.cancel, c.resume, c.delete]
         refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen, *buttons])
-        chosen = [c.chatbot, c.chat, c.history, c.progress, c.summary_status, c.summary]
+        chosen = [c.chatbot, c.chat, c.history, c.progress, c.summary_status]
         selected = dict(fn=h.select, inputs=c.doc, outputs=chosen)
 
         blocks.load(h.library, c.doc, [c.library, c.doc, c.progress], api_name="library", show_progress="hidden")
@@ -325,7 +324,11 @@ class InfiniPotApp:
         )
         asked = c.ask.click(**ask, api_name="ask")
         submitted = c.question.submit(**ask, api_visibility="undocumented")
-        summary = dict(inputs=[c.doc, *answers], outputs=[c.summary_status, c.summary], concurrency_id="model")
+        summary = dict(
+            inputs=[c.doc, c.chat, *answers],
+            outputs=[c.summary_status, c.chatbot, c.chat, c.history],
+            concurrency_id="model",
+        )
         summarized = c.summarize.click(h.summarize, **summary, api_name="summarize", concurrency_limit=1)
         renewed = c.new_summary.click(h.new_summary, **summary, api_name="summarize_new", concurrency_limit=1)
         question_events = self.questions.wire(c, blocks, answers)

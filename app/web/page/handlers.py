@@ -14,6 +14,7 @@ import pandas as pd
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.web.page import render, sources
 from infinipot.app.web.settings import whole_number
+from infinipot.app.web.wording import SUMMARY_REQUEST
 
 ALL_HEADS = "all heads"
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
@@ -173,13 +174,13 @@ class Handlers:
     def select(self, doc_id):
         """A document was chosen: its latest conversation, its conversations, its progress (summary cleared)."""
         if not doc_id:
-            return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), "", "", ""
+            return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), "", ""
         conversations = self.ws.conversations(doc_id)
         latest = conversations[-1]["id"] if conversations else None
         chat = {"doc_id": doc_id, "conversation_id": latest}
         history = gr.update(choices=_conversation_choices(conversations), value=latest)
         progress = render.progress_html(self.ws.progress(doc_id))
-        return _chat(self.ws.messages(latest)), chat, history, progress, "", ""
+        return _chat(self.ws.messages(latest)), chat, history, progress, ""
 
     def pick_row(self, event: gr.SelectData):
         return event.row_value[-1] if event.row_value else gr.skip()
@@ -253,25 +254,39 @@ class Handlers:
         start = self.ws.source_start(doc_id, sources.source_token(event.value))
         return start, gr.update(selected=KEPT_TAB)
 
-    def summarize(self, doc_id, *answer):
-        """(status line, summary): the stored summary at once, else progress by part, then the summary streamed."""
-        yield from self._summary(doc_id, answer, new=False)
+    def summarize(self, doc_id, chat, *answer):
+        """(status line, chat, chat state, conversations): the summary as a message of the conversation, the stored
+        one at once, else progress by part and then the summary streamed; kept in the conversation once complete."""
+        yield from self._summary(doc_id, chat, answer, new=False)
 
-    def new_summary(self, doc_id, *answer):
+    def new_summary(self, doc_id, chat, *answer):
         """A fresh summary in place of the stored one."""
-        yield from self._summary(doc_id, answer, new=True)
+        yield from self._summary(doc_id, chat, answer, new=True)
 
     @user_errors
-    def _summary(self, doc_id, answer: tuple, new: bool):
+    def _summary(self, doc_id, chat, answer: tuple, new: bool):
+        chat = chat or {}
+        conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
+        updates = self.ws.summarize(doc_id, answers_from_values(answer), new)
+        earlier = _chat(self.ws.messages(conversation_id)) + [{"role": "user", "content": SUMMARY_REQUEST}]
+
+        def shown(text: str) -> list[dict]:  # a new list per update: the page gets each state of the stream
+            return [*earlier, {"role": "assistant", "content": text}]
+
+        streaming = {"doc_id": doc_id, "conversation_id": conversation_id, "streaming": True}
         text = ""
-        for kind, value in self.ws.summarize(doc_id, answers_from_values(answer), new):
+        for kind, value in updates:
             if kind == "piece":
                 text += value
-                yield "Writing the summary…", text
+                yield "Writing the summary…", shown(text), streaming, gr.skip()
             elif kind == "status":
-                yield value, text
+                yield value, shown(text), streaming, gr.skip()
             else:  # done
-                yield value, text.strip() or "(the model gave an empty summary)"
+                summary = text.strip() or "(the model gave an empty summary)"
+                kept = self.ws.record_summary(doc_id, summary, conversation_id, value)
+                chat = {"doc_id": doc_id, "conversation_id": kept if kept is not None else conversation_id}
+                choices = _conversation_choices(self.ws.conversations(doc_id))
+                yield value, shown(summary), chat, gr.update(choices=choices, value=chat["conversation_id"])
 
     # -- what the model kept -----------------------------------------------------------------------
     @user_errors
