@@ -204,6 +204,33 @@ def test_a_long_document_is_summarized_part_by_part_within_the_pot():
     assert blocks_read[0][0][:32] == document[:32]  # the first part opens with the document's opening
 
 
+def test_the_opening_alone_is_asked_what_the_document_is_and_its_answer_leads_the_parts():
+    engine = attending_engine(pot_size=160, keep=64)
+    document = planted_document(900, at=500)
+    pot = engine.read([document])
+    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32)
+    asked, reads = [], []
+    answer, read = engine.answer, engine.read
+    engine.answer = lambda pot, question, *a, **k: asked.append(question) or answer(pot, question, *a, **k)
+    engine.read = lambda chunks: read(reads.append(list(chunks)) or reads[-1])
+    stats = AnswerStats()
+    text = "".join(
+        summarize_document(
+            engine, pot, len(document), fetch_from(document), config, DecodingConfig(max_new_tokens=6), stats
+        )
+    )
+    assert asked == ["What is this document about?"]
+    assert [document[:32]] in reads  # the lead is asked of the opening alone
+    lead = "".join(answer(read([document[:32]]), asked[0], DecodingConfig(max_new_tokens=4))).strip()
+    combined = engine.tokenizer.decode(reads[-1][0])
+    assert combined.startswith(lead) and text.strip()  # the lead is the first of the partial summaries
+
+    asked.clear()
+    quiet = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, lead_question="")
+    "".join(summarize_document(engine, pot, len(document), fetch_from(document), quiet, DecodingConfig(6), stats))
+    assert asked == []
+
+
 def test_a_partial_summary_of_run_on_fragments_is_recognised():
     assert is_run_on("The [gnu-h-h-n-h-l-h-m-n-m-m-h-t-t-h-w-w-h-v-w-v-h-i-i-h-j-j-i-j-m-j-n-n-s-n-t-n-w-n-y-y-z")
     assert not is_run_on("The manual describes libtasn1, a library for ASN.1 and DER encoding.")
