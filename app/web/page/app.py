@@ -116,7 +116,7 @@ class InfiniPotApp:
                         x_title="tokens read",
                         y_title="MB",
                         color_title="memory",
-                        height=320,
+                        height=400,
                         label="Model memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
                     )
                     c.process_plot = gr.LinePlot(
@@ -124,7 +124,7 @@ class InfiniPotApp:
                         y="MB",
                         x_title="tokens read",
                         y_title="MB",
-                        height=320,
+                        height=400,
                         label="Memory of the whole process, RSS (MB, from 0)",
                     )
                 c.memory_caption = gr.Markdown()
