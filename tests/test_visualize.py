@@ -154,6 +154,16 @@ def test_progress_text_shows_tokens_cycles_rate_and_eta():
     )
     assert 'value="250"' in render.progress_html(snapshot)
     assert render.progress_text({**snapshot, "status": "failed", "error": "bad file"}) == "book.pdf: failed: bad file"
+    # What Resume does is said one way in the progress line and in the library table.
+    cancelled = render.progress_text({**snapshot, "status": "cancelled"})
+    assert cancelled.endswith("Resume continues from where it stopped") and "reads it again" not in cancelled
+    assert render.progress_text({**snapshot, "status": "interrupted"}) == (
+        "book.pdf: interrupted · Resume continues from where it stopped"
+    )
+    from infinipot.app.web.workspace import _job_status
+
+    table = _job_status({"status": "cancelled", "fraction": 0.25})
+    assert table == "cancelled at 25% (Resume continues from where it stopped)"
 
 
 def test_the_legend_says_in_plain_words_that_only_coloured_text_is_remembered():
