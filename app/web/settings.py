@@ -3,13 +3,13 @@ answers and summaries (AnswerChoices), validated before anything is asked."""
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
+from infinipot.app.web.numbers import number, whole_number
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import EvidenceConfig
@@ -164,23 +164,3 @@ class AnswerChoices:
 def answer_choices(answer: dict | AnswerChoices) -> AnswerChoices:
     """The form's answer values (keys of AnswerChoices) as AnswerChoices; AnswerChoices as they are."""
     return answer if isinstance(answer, AnswerChoices) else AnswerChoices(**answer)
-
-
-def number(name: str, value) -> float:
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(result):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return result
-
-
-def whole_number(name: str, value) -> int:
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
-    if not math.isfinite(result) or result != int(result):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return int(result)

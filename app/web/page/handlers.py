@@ -12,8 +12,8 @@ import gradio as gr
 import pandas as pd
 
 from infinipot.app.errors import USER_ERRORS, one_line
+from infinipot.app.web.numbers import whole_number
 from infinipot.app.web.page import render, sources
-from infinipot.app.web.settings import whole_number
 from infinipot.app.web.wording import SUMMARY_REQUEST
 
 ALL_HEADS = "all heads"
