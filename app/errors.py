@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from infinipot.core.errors import InfiniPotError
 from infinipot.ingest.errors import IngestError
-from infinipot.storage.errors import StorageError, describe_database_error, describe_write_error
+from infinipot.storage.errors import StorageError, describe_fault
 
 # ValueError: invalid settings and unknown documents (the service's DocumentNotFound is a ValueError).
 # StorageError: a damaged file, a full disk, a read-only data folder, a delete while the document is in use.
@@ -23,8 +22,5 @@ def one_line(exc: BaseException) -> str:
 def system_error_line(exc: BaseException, home: Path) -> str | None:
     """One line for an OSError or database error the user's machine caused (a full disk, no permission), met
     where no more specific message was given; None when `exc` is not one (a bug, shown as such)."""
-    if isinstance(exc, OSError) and exc.errno is not None:
-        return describe_write_error(exc, f"using {exc.filename or home}", "try again")
-    if isinstance(exc, sqlite3.OperationalError):
-        return describe_database_error(exc, f"using the data folder {home}", "try again")
-    return None
+    where = getattr(exc, "filename", None) or f"the data folder {home}"
+    return describe_fault(exc, f"using {where}", "try again")

@@ -66,3 +66,13 @@ def describe_database_error(exc: sqlite3.Error, doing: str, then: str) -> str | 
     if "unable to open database file" in text:
         return f"the database could not be opened while {doing}; check that the data folder can be read and {then}"
     return None
+
+
+def describe_fault(exc: BaseException, doing: str, then: str) -> str | None:
+    """One line for an OSError or a database error the user's machine caused, worded by describe_write_error or
+    describe_database_error; None when `exc` is neither kind (a bug, shown as one)."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return describe_write_error(exc, doing, then)
+    if isinstance(exc, sqlite3.OperationalError):
+        return describe_database_error(exc, doing, then)
+    return None

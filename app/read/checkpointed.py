@@ -13,7 +13,7 @@ from infinipot.core.errors import InfiniPotError
 from infinipot.core.pot import Pot
 from infinipot.ingest import Document, IngestError, TokenLocationMap
 from infinipot.ingest.span import TextSpan
-from infinipot.storage.errors import DamagedFile, WriteFailed, describe_database_error, describe_write_error
+from infinipot.storage.errors import DamagedFile, WriteFailed, describe_fault
 from infinipot.storage.records import PotRecord
 from infinipot.storage.store import Store
 
@@ -223,13 +223,9 @@ def read_document(
     except (IngestError, InfiniPotError, CheckpointAheadOfDocument) as exc:
         store.fail_pot(record.id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         raise
-    except OSError as exc:  # the data folder's disk is full, over quota or not writable: the user can fix it
+    except (OSError, sqlite3.OperationalError) as exc:  # a full disk, a quota, no permission: the user can fix it
         _release_quietly(store, record.id, f"interrupted: {exc}".splitlines()[0])
-        doing = f"saving the pot for {document.name}"
-        raise WriteFailed(describe_write_error(exc, doing, "run read again to resume")) from None
-    except sqlite3.OperationalError as exc:
-        _release_quietly(store, record.id, f"interrupted: {exc}".splitlines()[0])
-        message = describe_database_error(exc, f"saving the pot for {document.name}", "run read again to resume")
+        message = describe_fault(exc, f"saving the pot for {document.name}", "run read again to resume")
         if message is None:
             raise
         raise WriteFailed(message) from None
