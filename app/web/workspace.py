@@ -292,11 +292,22 @@ class Workspace:
 
     def document_name(self, doc_id: str | None) -> str:
         """The name of a document in the library; ValueError when none is chosen or it is not there."""
+        return self._library_row(doc_id)["name"]
+
+    def _library_row(self, doc_id: str | None) -> dict:
+        """The document's library row; ValueError when none is chosen or it is not there."""
         doc_id = _need(doc_id)
         row = next((row for row in self.library() if row["doc_id"] == doc_id), None)
         if row is None:
             raise ValueError("no such document; upload it first")
-        return row["name"]
+        return row
+
+    def _ready_row(self, doc_id: str | None) -> dict:
+        """The library row of a document that can answer now; ValueError saying why not otherwise."""
+        row = self._library_row(doc_id)
+        if not row["ready"]:
+            raise ValueError(f"{row['name']} is not ready ({row['status']}); ask when it is read")
+        return row
 
     def choices(self) -> list[tuple[str, str]]:
         return [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in self.library()]
@@ -307,13 +318,7 @@ class Workspace:
         return self._ready(doc_id)
 
     def _ready(self, doc_id: str) -> str:
-        doc_id = _need(doc_id)
-        row = next((row for row in self.library() if row["doc_id"] == doc_id), None)
-        if row is None:
-            raise ValueError("no such document; upload it first")
-        if not row["ready"]:
-            raise ValueError(f"{row['name']} is not ready ({row['status']}); ask when it is read")
-        return doc_id
+        return self._ready_row(doc_id)["doc_id"]
 
     def conversations(self, doc_id: str) -> list[dict]:
         return self.service.conversations(doc_id) if doc_id else []
@@ -410,7 +415,8 @@ class Workspace:
     # -- what the model kept -----------------------------------------------------------------------
     def kept_window(self, doc_id: str, layer: int, head: int | None, start: int, size: int) -> dict:
         """Tokens [start, start + size) with why each was kept by (layer, head), or by how many heads of the layer."""
-        stored = self.service.open_pot(self._ready(doc_id))
+        row = self._ready_row(doc_id)
+        stored = self.service.open_pot(row["doc_id"])
         pot = stored.pot
         layer = whole_number("layer", layer)
         head = None if head is None else whole_number("KV head", head)
@@ -435,7 +441,7 @@ class Workspace:
             "entries": entries,
             "where": self._where(doc_id, start),
             "page": self._page(doc_id, start),
-            "pages": next(row["pages"] for row in self.library() if row["doc_id"] == doc_id),
+            "pages": row["pages"],
         }
         if head is None:
             counts, counted = kept_view.window_head_counts(pot, start, end, layer)
@@ -462,8 +468,8 @@ class Workspace:
     def page_start(self, doc_id: str, page: int) -> int:
         """First token of a page (or EPUB chapter)."""
         page = whole_number("page", page)
-        doc_id = self._ready(doc_id)
-        row = next(row for row in self.library() if row["doc_id"] == doc_id)
+        row = self._ready_row(doc_id)
+        doc_id = row["doc_id"]
         if not row["pages"]:
             raise ValueError(f"{row['name']} has no pages; move by token position instead")
         if not 1 <= page <= row["pages"]:
@@ -475,10 +481,10 @@ class Workspace:
 
     def retention(self, doc_id: str, by_page: bool = False, bins: int = 64) -> dict:
         """Which parts of the document each layer still holds (layers x position bins or pages)."""
-        stored = self.service.open_pot(self._ready(doc_id))
+        row = self._ready_row(doc_id)
+        stored = self.service.open_pot(row["doc_id"])
         _, total = self.service.token_window(doc_id, 0, 0)
         starts = None
-        row = next(row for row in self.library() if row["doc_id"] == doc_id)
         if by_page and row["pages"]:
             location_map = self.service.location_map(doc_id)
             if location_map is not None:
