@@ -35,6 +35,11 @@ class Documents:
         rows = self.db["documents"].rows_where("id LIKE ?", [prefix.lower() + "%"], order_by="id")
         return [DocumentRecord.from_row(row) for row in rows]
 
+    def named(self, name: str) -> list[DocumentRecord]:
+        """The documents with this name (as `list` shows it), oldest first."""
+        rows = self.db["documents"].rows_where("name = ?", [name], order_by="created_at, id")
+        return [DocumentRecord.from_row(row) for row in rows]
+
     def all(self) -> list[DocumentRecord]:
         return [DocumentRecord.from_row(row) for row in self.db["documents"].rows_where(order_by="created_at, id")]
 

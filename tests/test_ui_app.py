@@ -16,20 +16,9 @@ from gradio_client import Client, handle_file  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from infinipot.app.web.kept_view import STATES  # noqa: E402
+from infinipot.app.web.page.handlers import SETTING_NAMES  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a Gradio server
-
-SETTING_ORDER = (
-    "model",
-    "pot_size",
-    "keep_size",
-    "nuc_ratio",
-    "cap_mode",
-    "question",
-    "method",
-    "nuc_unit",
-    "checkpoint_seconds",
-)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +28,7 @@ def model_dir(tmp_path_factory):
 
 def settings_args(model_dir):
     settings = tiny_settings(model_dir)
-    return [settings[name] for name in SETTING_ORDER]
+    return [settings[name] for name in SETTING_NAMES]
 
 
 def library_rows(client, doc_id=None):
@@ -210,11 +199,11 @@ def test_invalid_settings_refuse_the_upload(tmp_path, infinipot_home, model_dir)
     with running_app(workspace) as url:
         client = Client(url, verbose=False)
         args = settings_args(model_dir)
-        args[SETTING_ORDER.index("keep_size")] = 500
+        args[SETTING_NAMES.index("keep_size")] = 500
         with pytest.raises(AppError, match="kept size must be between 1 and the pot size"):
             client.predict([handle_file(str(notes))], *args, api_name="/upload")
         args = settings_args(model_dir)
-        args[SETTING_ORDER.index("nuc_unit")] = "paragraph"
+        args[SETTING_NAMES.index("nuc_unit")] = "paragraph"
         with pytest.raises(AppError, match="paragraph is not in the list of choices"):  # the dropdown refuses it
             client.predict([handle_file(str(notes))], *args, api_name="/upload")
         args = settings_args(str(tmp_path / "no-such-model"))

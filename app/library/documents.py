@@ -107,7 +107,7 @@ def find_document(store: Store, doc: str) -> DocumentRecord | None:
         return known or store.documents.by_hash(file_fingerprint(path))
     if len(matches) > 1:
         raise DocumentNotFound(f"{doc!r} matches several documents; give more of the doc_id")
-    named = [document for document in store.documents.all() if document.name == doc]
+    named = store.documents.named(doc)
     if len(named) > 1:
         candidates = "; ".join(f"{d.id} (read from {d.path})" for d in named)
         raise DocumentNotFound(f"{len(named)} stored documents are named {doc}: {candidates}; give the doc_id")
