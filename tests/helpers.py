@@ -103,6 +103,7 @@ def tiny_settings(model_dir: str, pot_size: int = 128, keep_size: int = 48) -> d
         "method": "infinipot",
         "nuc_unit": "sentence",
         "checkpoint_seconds": 60.0,
+        "dtype": "auto",
     }
 
 
@@ -129,13 +130,22 @@ def make_workspace(home: Path, pace: float = 0.0):
     class PacedService(DocumentService):
         answer_pace = 0.0
 
-        def read(self, path, config, model_name="default", on_progress=None, follow=False, checkpoint_seconds=None):
+        def read(
+            self,
+            path,
+            config,
+            model_name="default",
+            on_progress=None,
+            follow=False,
+            checkpoint_seconds=None,
+            dtype=None,
+        ):
             def paced(pot):
                 if on_progress is not None:
                     on_progress(pot)
                 time.sleep(pace)
 
-            return super().read(path, config, model_name, paced, follow, checkpoint_seconds)
+            return super().read(path, config, model_name, paced, follow, checkpoint_seconds, dtype)
 
         def ask(self, *args, **kwargs):
             pieces, stats, reused = super().ask(*args, **kwargs)

@@ -69,10 +69,11 @@ def distinct_pots(opened: list[StoredPot]) -> list[StoredPot]:
     pots = sorted(stored.values(), key=lambda pot: pot.record.id)
     first = pots[0]
     for other in pots[1:]:
-        if other.engine.loaded.identity != first.engine.loaded.identity:
+        if other.engine.loaded.pot_key != first.engine.loaded.pot_key:
             raise IncompatiblePots(
-                f"{first.name} was read with model {first.record.model} and {other.name} with {other.record.model}; "
-                "only documents read with the same model can be asked together"
+                f"{first.name} was read with model {first.record.model_identity} and {other.name} with "
+                f"{other.record.model_identity}; only documents read with the same model and dtype can be asked "
+                "together"
             )
     return pots
 

@@ -11,6 +11,7 @@ from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot, load_stored_pot
 from infinipot.app.read.file_reader import FileReader, damage_warning
 from infinipot.core.config import PotConfig
+from infinipot.core.precision import dtype_in_key
 from infinipot.storage.errors import DamagedFile
 from infinipot.storage.records import DocumentRecord, PotRecord
 
@@ -34,14 +35,19 @@ def open_general_pot(library: Library, reader: FileReader, doc: str) -> tuple[St
     if record is None:
         record, reused = _read_again(library, reader, document, None, warnings), False
     try:
-        stored = load_stored_pot(store, document, record, library.models.get(record.model))
+        stored = load_stored_pot(store, document, record, _model_of(library, record))
     except DamagedFile as exc:
         warnings.append(damage_warning(document.name, exc))
         store.pots.mark_damaged(record.id, exc.reason)
         record = _read_again(library, reader, document, record, warnings)
-        stored, reused = load_stored_pot(store, document, record, library.models.get(record.model)), False
+        stored, reused = load_stored_pot(store, document, record, _model_of(library, record)), False
     stored.warnings = warnings
     return stored, reused
+
+
+def _model_of(library: Library, record: PotRecord):
+    """The model a stored pot was read with, in the dtype it was read in."""
+    return library.models.get(record.model, dtype_in_key(record.model_identity))
 
 
 def _read_again(
@@ -60,24 +66,29 @@ def _read_again(
             f"{document.name}: {why} and the file it was read from ({source}) is gone or changed; read it again"
         )
     latest = max(candidates, key=lambda pot: pot.updated_at)
-    report = reader.read(source, PotConfig(**latest.config), latest.model)
+    report = reader.read(source, PotConfig(**latest.config), latest.model, dtype=dtype_in_key(latest.model_identity))
     warnings.extend(report.warnings)
     return store.pots.get(report.pot_id)
 
 
 def open_pot_read_with(
-    library: Library, reader: FileReader, doc: str, config: PotConfig, model_name: str = "default"
+    library: Library,
+    reader: FileReader,
+    doc: str,
+    config: PotConfig,
+    model_name: str = "default",
+    dtype: str | None = None,
 ) -> tuple[StoredPot, bool]:
-    """The document's pot read with exactly these settings and model, read now when it is not stored.
+    """The document's pot read with exactly these settings, model and dtype, read now when it is not stored.
 
     A stored document is read again from its file (which must still be there and unchanged); a path that
     was never read is read. Returns the pot and whether it was reused.
     """
     store = library.store
-    loaded = library.models.get(model_name)
+    loaded = library.models.get(model_name, dtype)
     document = find_document(store, doc)
     if document is not None:
-        record = store.pots.find(document.id, loaded.identity, config.identity())
+        record = store.pots.find(document.id, loaded.pot_key, config.identity())
         if record is not None and record.status == "complete":
             try:
                 return load_stored_pot(store, document, record, loaded), True
@@ -93,7 +104,7 @@ def open_pot_read_with(
         source = Path(doc)
     else:
         raise DocumentNotFound(f"no document or file named {doc!r} (see `infinipot list`)")
-    report = reader.read(source, config, model_name)
+    report = reader.read(source, config, model_name, dtype=dtype)
     document = store.documents.get(report.doc_id)
     stored = load_stored_pot(store, document, store.pots.get(report.pot_id), loaded)
     stored.warnings = list(report.warnings)

@@ -17,6 +17,7 @@ from infinipot.app.library.pot_files import StoredPot, load_stored_pot
 from infinipot.app.read.file_reader import FileReader
 from infinipot.core.config import PotConfig
 from infinipot.core.pot import Pot
+from infinipot.core.precision import dtype_name
 from infinipot.storage.errors import DamagedFile
 from infinipot.storage.records import DocumentRecord, PotRecord
 
@@ -24,7 +25,7 @@ from infinipot.storage.records import DocumentRecord, PotRecord
 def stored_question_pot(library: Library, general: StoredPot, config: PotConfig) -> PotRecord | None:
     """The complete, intact CaP-Q pot of these settings, or None when it must be read."""
     store = library.store
-    record = store.pots.find(general.doc_id, general.engine.loaded.identity, config.identity())
+    record = store.pots.find(general.doc_id, general.engine.loaded.pot_key, config.identity())
     if record is None or record.status != "complete":
         return None
     try:
@@ -58,7 +59,8 @@ def open_question_pot(
     reused, warnings = True, list(general.warnings)
     document = store.documents.get(general.doc_id)
     if record is None:
-        report = reader.read(source_file(document), config, general.record.model, on_progress)
+        dtype = dtype_name(general.engine.loaded.dtype)
+        report = reader.read(source_file(document), config, general.record.model, on_progress, dtype=dtype)
         record, reused = store.pots.get(report.pot_id), report.reused
         warnings += report.warnings
     stored = load_stored_pot(store, document, record, general.engine.loaded)

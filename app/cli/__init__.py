@@ -1,4 +1,4 @@
-"""The `infinipot` command: read, ask, summarize, list, delete, bench, and the web app (`ui`)."""
+"""The `infinipot` command: read, ask, summarize, list, delete, models, bench, and the web app (`ui`)."""
 
 from infinipot.app.cli.main import build_parser, main
 

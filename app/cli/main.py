@@ -1,4 +1,4 @@
-"""The `infinipot` command's parser and dispatch: read, ask, summarize, list, delete, bench, ui."""
+"""The `infinipot` command's parser and dispatch: read, ask, summarize, list, delete, models, bench, ui."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from infinipot.app.cli.options import (
     add_answer_options,
     add_decoding_options,
     add_pot_options,
+    add_runtime_options,
     answer_settings,
     decoding_config,
     names_a_pot,
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     read = add_command(commands, "read", "read a document into a memory pot and store it")
     read.add_argument("path", help="the document (PDF, DOCX, EPUB, HTML, text, log, .gz)")
     add_pot_options(read)
+    add_runtime_options(read)
     read.add_argument(
         "--checkpoint-seconds",
         type=float,
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     add_answer_options(ask)
     add_pot_options(ask, defaults_apply=False)
+    add_runtime_options(ask)
     ask.add_argument("--json", action="store_true")
     add_reread_option(ask)
     add_ask_across_command(commands)
@@ -68,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     summarize.add_argument("doc")
     summarize.add_argument("--new", action="store_true", help="make a new summary instead of the stored one")
     add_decoding_options(summarize)
+    add_runtime_options(summarize)
     summarize.add_argument("--json", action="store_true")
 
     listing = add_command(commands, "list", "list stored documents with their pots and disk use")
@@ -77,17 +81,21 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("doc", help="a doc_id (or its prefix) or the document's path")
     delete.add_argument("--json", action="store_true")
 
+    models = add_command(commands, "models", "list the models converted from GGUF files, with their disk use")
+    models.add_argument("--delete", metavar="NAME", help="remove a converted model (converted again when next used)")
+    models.add_argument("--json", action="store_true")
+
     from infinipot.app.bench import niah as bench_niah
     from infinipot.app.bench import speed as bench_speed
 
     bench = add_command(commands, "bench", "benchmarks: needle-in-a-haystack accuracy, reading speed and memory")
     benches = bench.add_subparsers(dest="bench", required=True)
-    bench_niah.add_arguments(
-        add_command(benches, "niah", "passkey retrieval over lengths, depths and methods (resumable)")
-    )
-    bench_speed.add_arguments(
-        add_command(benches, "speed", "reading tokens/s and peak memory vs length per method (resumable)")
-    )
+    niah = add_command(benches, "niah", "passkey retrieval over lengths, depths and methods (resumable)")
+    bench_niah.add_arguments(niah)
+    add_runtime_options(niah)
+    speed = add_command(benches, "speed", "reading tokens/s and peak memory vs length per method (resumable)")
+    bench_speed.add_arguments(speed)
+    add_runtime_options(speed)
 
     ui = add_command(commands, "ui", "the web app: library, reading progress, chat, what the model kept")
     ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
@@ -101,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a folder whose files 'Follow a growing log' may read (repeatable); without it any file on loopback, "
         "none when other machines can reach the app",
     )
+    add_runtime_options(ui)
     return parser
 
 
@@ -198,6 +207,25 @@ def _print_listing(documents: list[dict]) -> None:
     print(f"{len(documents)} documents, {_size(total)} on disk")
 
 
+def _models(args: argparse.Namespace) -> int:
+    from infinipot.app.library.converted_models import converted_models, delete_converted_model
+    from infinipot.storage.paths import data_home
+
+    if args.delete is not None:
+        model = delete_converted_model(data_home(), args.delete)
+        print(json.dumps(model.as_json()) if args.json else f"deleted {model.name}: {_size(model.disk_bytes)} freed")
+        return 0
+    models = converted_models(data_home())
+    if args.json:
+        print(json.dumps({"models": [model.as_json() for model in models]}))
+        return 0
+    if not models:
+        print("no converted models yet (a GGUF file given to --model is converted on first use)")
+    for model in models:
+        print(f"{model.name}  {_size(model.disk_bytes)}" + (f"  from {model.source}" if model.source else ""))
+    return 0
+
+
 def _serve_ui(args: argparse.Namespace) -> int:
     from infinipot.app.web.follow_dirs import FollowDirs
     from infinipot.app.web.page.launch import check_exposure, is_loopback, parse_auth
@@ -217,7 +245,9 @@ def _serve_ui(args: argparse.Namespace) -> int:
     from infinipot.app.web.workspace import open_workspace
 
     follow_dirs = FollowDirs.for_server(args.follow_dir, is_loopback(args.host))
-    workspace = open_workspace(device=args.device, max_upload_bytes=args.max_upload_mb * 2**20, follow_dirs=follow_dirs)
+    workspace = open_workspace(
+        device=args.device, max_upload_bytes=args.max_upload_mb * 2**20, follow_dirs=follow_dirs, dtype=args.dtype
+    )
     workspace.warm_up_in_background()
     print(f"infinipot: the app runs on http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
     try:
@@ -227,9 +257,20 @@ def _serve_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+def _use_threads(args: argparse.Namespace) -> None:
+    """Commands that run the model use one thread per physical core unless --threads says otherwise."""
+    if hasattr(args, "threads"):
+        from infinipot.core.precision import set_threads
+
+        set_threads(args.threads)
+
+
 def _run(args: argparse.Namespace) -> int:
+    _use_threads(args)
     if args.command == "ui":
         return _serve_ui(args)
+    if args.command == "models":
+        return _models(args)
     if args.command == "bench":
         from infinipot.app.bench import niah, speed
 
@@ -238,7 +279,9 @@ def _run(args: argparse.Namespace) -> int:
     from infinipot.app.service import DocumentService
 
     checkpoint_seconds = getattr(args, "checkpoint_seconds", DEFAULT_CHECKPOINT_SECONDS)
-    service = DocumentService(device=args.device, checkpoint_seconds=checkpoint_seconds)
+    service = DocumentService(
+        device=args.device, checkpoint_seconds=checkpoint_seconds, dtype=getattr(args, "dtype", "auto")
+    )
     if args.command == "read" and args.follow:
         from infinipot.app.cli.follow import run_follow
 
@@ -277,7 +320,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "ask":
         pot = pot_config(args) if names_a_pot(args) else None
         pieces, stats, reused = service.ask(
-            args.doc, args.question, answer_settings(args), pot_config=pot, model_name=args.model
+            args.doc, args.question, answer_settings(args), pot_config=pot, model_name=args.model, dtype=args.dtype
         )
         key = "answer"
     else:

@@ -9,6 +9,7 @@ from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import RANKINGS, EvidenceConfig
+from infinipot.core.precision import DTYPES
 from infinipot.core.scorers import METHODS
 
 POT = PotConfig()
@@ -24,7 +25,9 @@ def add_pot_options(parser: argparse.ArgumentParser, defaults_apply: bool = True
     def default(value):
         return value if defaults_apply else None
 
-    parser.add_argument("--model", default="default", help="'default' (bundled SmolLM2-135M), a model folder or hub id")
+    parser.add_argument(
+        "--model", default="default", help="'default' (bundled SmolLM2-135M), a .gguf file, a model folder or hub id"
+    )
     parser.add_argument(
         "--pot-size", type=int, default=default(POT.pot_size), help=f"|M|: most KV entries held ({POT.pot_size})"
     )
@@ -50,6 +53,18 @@ def add_pot_options(parser: argparse.ArgumentParser, defaults_apply: bool = True
     parser.add_argument("--no-cr-rope", action="store_true", help="ablation: keep original positions")
 
 
+def add_runtime_options(parser: argparse.ArgumentParser) -> None:
+    """The float type the model runs in and the CPU threads it uses (read, ask, summarize, bench, ui)."""
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=DTYPES,
+        help="what the model computes in: auto (default) is bfloat16 on a GPU and on CPUs that multiply bf16 "
+        "natively (AMX, AVX512-BF16, Arm BF16), float32 elsewhere; a pot read in one dtype is not reused by another",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: one per physical core)")
+
+
 POT_OPTIONS = ("pot_size", "keep", "method", "window_step", "nuc_ratio", "nuc_unit", "cap", "cap_question")
 
 
@@ -69,8 +84,10 @@ def pot_config(args: argparse.Namespace) -> PotConfig:
 
 
 def names_a_pot(args: argparse.Namespace) -> bool:
-    """Whether `ask` was given any pot setting (or a model): then that pot answers, not the latest one."""
-    return args.no_cr_rope or args.model != "default" or any(getattr(args, name) is not None for name in POT_OPTIONS)
+    """Whether `ask` was given any pot setting (or a model or a dtype): then that pot answers, not the latest one
+    (which answers in the dtype it was read in)."""
+    named = any(getattr(args, name) is not None for name in POT_OPTIONS)
+    return args.no_cr_rope or args.model != "default" or args.dtype != "auto" or named
 
 
 def add_decoding_options(parser: argparse.ArgumentParser) -> None:

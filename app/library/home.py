@@ -11,8 +11,8 @@ from infinipot.storage.store import Store
 
 
 class Library:
-    def __init__(self, home: Path | None = None, device: str = "auto") -> None:
+    def __init__(self, home: Path | None = None, device: str = "auto", dtype: str = "auto") -> None:
         self.home = home or data_home()
         self.store = Store(self.home)
-        self.models = ModelShelf(self.home, device)
+        self.models = ModelShelf(self.home, device, dtype)
         self.files = DocumentFiles(self.home)

@@ -1,22 +1,27 @@
-"""Loaded models by name, each loaded once even when a read and a question ask for it at the same moment."""
+"""Loaded models by name and dtype, each loaded once even when a read and a question ask for it at the same moment."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
 
-from infinipot.core.model import LoadedModel, ModelSpec, load_model
+from infinipot.core.model import LoadedModel, ModelSpec, load_model, pick_device
+from infinipot.core.precision import check_dtype_name, dtype_name, resolve_dtype
 
 
 class ModelShelf:
-    def __init__(self, home: Path, device: str = "auto") -> None:
+    def __init__(self, home: Path, device: str = "auto", dtype: str = "auto") -> None:
         self.home = home
         self.device = device
-        self._models: dict[str, LoadedModel] = {}
+        self.dtype = check_dtype_name(dtype)  # used when a caller names none
+        self._models: dict[tuple[str, str], LoadedModel] = {}
         self._lock = threading.Lock()
 
-    def get(self, name: str) -> LoadedModel:
+    def get(self, name: str, dtype: str | None = None) -> LoadedModel:
+        """The model `name` in `dtype` (None: the shelf's); `auto` and the dtype it resolves to share one copy."""
+        spec = ModelSpec(name=name, device=self.device, dtype=dtype or self.dtype)
+        key = (name, dtype_name(resolve_dtype(spec.dtype, pick_device(spec))))
         with self._lock:
-            if name not in self._models:
-                self._models[name] = load_model(ModelSpec(name=name, device=self.device), self.home)
-            return self._models[name]
+            if key not in self._models:
+                self._models[key] = load_model(spec, self.home)
+            return self._models[key]

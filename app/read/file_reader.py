@@ -40,11 +40,13 @@ class FileReader:
         on_progress: Callable[[Pot], None] | None = None,
         follow: bool = False,
         checkpoint_seconds: float | None = None,
+        dtype: str | None = None,
     ) -> ReadReport:
         """Read a document into a stored pot, resume an interrupted read, or reuse the stored pot.
 
         `follow` reads a text file only up to its last complete line. `checkpoint_seconds`: this read's interval
-        between resume points (None: the reader's own).
+        between resume points (None: the reader's own). `dtype`: what the model runs in (None: the library's);
+        a pot read in another dtype is not reused.
         """
         if checkpoint_seconds is not None and not checkpoint_seconds >= 0:
             raise ValueError(f"checkpoint interval must not be negative, got {checkpoint_seconds}")
@@ -55,7 +57,7 @@ class FileReader:
         store.require_writable(f"reading {path.name}")
         document = open_document(path)
         fingerprint = file_fingerprint(path)
-        engine = Engine(self.library.models.get(model_name), config)
+        engine = Engine(self.library.models.get(model_name, dtype), config)
         engine.new_reader()  # impossible settings fail here, before anything is recorded
         plan = plan_read(store, path, document, fingerprint, engine, follow)
         warnings: list[str] = [plan.warning] if plan.warning else []
@@ -73,14 +75,14 @@ class FileReader:
                 document.pages,
             )
             doc_id = doc.id
-            existing = store.pots.find(doc.id, engine.loaded.identity, config.identity())
+            existing = store.pots.find(doc.id, engine.loaded.pot_key, config.identity())
             if existing is not None and existing.status == "complete" and plan.may_reuse:
                 try:
                     store.verify_pot(existing)
                     return _reused_report(doc, existing, time.perf_counter() - started)
                 except DamagedFile as exc:
                     warnings.append(damage_warning(document.name, exc))
-        record = store.claim_pot(doc_id, model_name, engine.loaded.identity, config.identity(), config.method)
+        record = store.claim_pot(doc_id, model_name, engine.loaded.pot_key, config.identity(), config.method)
         outcome = read_document(store, engine, document, record, interval, on_progress, plan.scope)
         if not follow:  # a followed log's ids would go stale at its next growth: written when first asked instead
             stored_token_ids(self.library.files, store.documents.get(doc_id), engine.loaded)

@@ -50,7 +50,7 @@ def plan_read(store: Store, path: Path, document: Document, fingerprint: str, en
     if not document.can_grow:
         return plain
     stored = store.documents.by_hash(fingerprint) or store.documents.last_read_from(str(path.resolve()))
-    pot = None if stored is None else store.pots.find(stored.id, engine.loaded.identity, engine.config.identity())
+    pot = None if stored is None else store.pots.find(stored.id, engine.loaded.pot_key, engine.config.identity())
     if pot is None or pot.status != "complete" or pot.read_bytes is None:
         return plain
     name = document.name

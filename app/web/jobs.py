@@ -45,6 +45,8 @@ class ReadRequest:
     keeps_read_log: bool = True
     # Seconds of reading between resume points (Settings); None: the service's default.
     checkpoint_seconds: float | None = None
+    # What the model computes in (Settings, core.precision); None: the service's default.
+    dtype: str | None = None
 
 
 class MemoryLog:
@@ -217,10 +219,16 @@ class ReadQueue:
         try:
             job.status = COUNTING
             job.tokens_total = self.service.count_tokens(
-                request.doc_id, request.path, request.model, lambda progress: self._counted(job, progress)
+                request.doc_id,
+                request.path,
+                request.model,
+                lambda progress: self._counted(job, progress),
+                request.dtype,
             )
             # a resumed read shows where it stands at once, not 0 until its first piece is read
-            job.tokens_read = job.resumed_at = self.service.resume_point(request.doc_id, request.config, request.model)
+            job.tokens_read = job.resumed_at = self.service.resume_point(
+                request.doc_id, request.config, request.model, request.dtype
+            )
             job.status = READING
             job.reading_since = time.monotonic()
             job.report = self.service.read(
@@ -229,6 +237,7 @@ class ReadQueue:
                 request.model,
                 lambda pot: self._step(job, pot),
                 checkpoint_seconds=request.checkpoint_seconds,
+                dtype=request.dtype,
             ).as_json()
             job.tokens_read = job.report["tokens"]
             job.cycles = job.report["cycles"]

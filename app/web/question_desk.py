@@ -36,7 +36,7 @@ class QuestionDesk:
         """Queue the document's CaP-Q read for `question`; False when that pot is stored already (nothing queued)."""
         question = _question(question)
         doc_id = self.ready(doc_id)
-        config, model, stored = self.service.question_read(doc_id, question)
+        config, model, dtype, stored = self.service.question_read(doc_id, question)
         if stored:
             return False
         path = self.service.source_path(doc_id)
@@ -44,7 +44,9 @@ class QuestionDesk:
         if path is None:
             raise ValueError(f"{document['name']} cannot be read again: its file is gone")
         pages = document.get("pages")
-        self.reads.submit(ReadRequest(doc_id, document["name"], path, config, model, pages, keeps_read_log=False))
+        self.reads.submit(
+            ReadRequest(doc_id, document["name"], path, config, model, pages, keeps_read_log=False, dtype=dtype)
+        )
         return True
 
     def reread_status(self, doc_id: str) -> dict:

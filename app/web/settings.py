@@ -12,7 +12,10 @@ from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.app.web.numbers import number, whole_number
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
+from infinipot.core.errors import ModelError
 from infinipot.core.evidence import EvidenceConfig
+from infinipot.core.gguf_models import check_is_gguf
+from infinipot.core.precision import check_dtype_name
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -28,6 +31,10 @@ class ReadSettings:
     method: str = PotConfig.method
     nuc_unit: str = PotConfig.nuc_unit
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
+    dtype: str = "auto"  # core.precision.DTYPES
+
+    def dtype_name(self) -> str:
+        return check_dtype_name(self.dtype)
 
     def checkpoint_interval(self) -> float:
         """Seconds of reading between resume points: a crash or a power cut loses at most this much reading."""
@@ -51,11 +58,17 @@ class ReadSettings:
         )
 
     def model_name(self) -> str:
-        """'default', an existing model folder, or something shaped like a hub id (org/name)."""
+        """'default', a GGUF file, an existing model folder, or something shaped like a hub id (org/name)."""
         name = (self.model or "").strip()
         if not name or name == "default":
             return "default"
         path = Path(name).expanduser()
+        if path.is_file() or path.suffix.lower() == ".gguf":
+            try:
+                check_is_gguf(path)  # the magic bytes only: the rest is checked when it is converted, on first use
+            except ModelError as exc:
+                raise ValueError(str(exc)) from None
+            return str(path.resolve())
         if path.exists() or name.startswith(("/", ".", "~")):
             if not path.is_dir():
                 raise ValueError(f"model folder {name} does not exist")

@@ -36,6 +36,7 @@ from infinipot.app.web.settings import (
 )
 from infinipot.app.web.wording import RESUME_CONTINUES, SUMMARY_REQUEST
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
+from infinipot.core.precision import DTYPES, dtype_in_key
 from infinipot.core.scorers import METHODS
 from infinipot.ingest import open_document
 from infinipot.ingest.errors import IngestError
@@ -57,9 +58,12 @@ def open_workspace(
     device: str = "auto",
     max_upload_bytes: int = 1 << 30,
     follow_dirs: FollowDirs | None = None,
+    dtype: str = "auto",
 ) -> Workspace:
-    """The app's objects wired together: the service and the read queue (its worker starts with the first read)."""
-    service = DocumentService(home, device=device)
+    """The app's objects wired together: the service and the read queue (its worker starts with the first read).
+
+    `dtype`: what models run in unless the page's Settings choose another for a read (core.precision)."""
+    service = DocumentService(home, device=device, dtype=dtype)
     return Workspace(service, ReadQueue(service), max_upload_bytes, follow_dirs)
 
 
@@ -172,7 +176,9 @@ class Workspace:
                 "method": defaults.method,
                 "nuc_unit": defaults.nuc_unit,
                 "checkpoint_seconds": ReadSettings().checkpoint_seconds,
+                "dtype": self.service.library.models.dtype,
             },
+            "dtypes": list(DTYPES),
             "answer_modes": [(MODE_WORDS[mode][0].upper() + MODE_WORDS[mode][1:], mode) for mode in ANSWER_MODES],
             "answer_rankings": list(RANKING_WORDS),  # the names, as the CLI's --evidence-ranking takes them
             "answer_defaults": asdict(AnswerChoices()),
@@ -188,12 +194,15 @@ class Workspace:
         config = settings.pot_config()
         model = settings.model_name()
         checkpoint_seconds = settings.checkpoint_interval()
+        dtype = settings.dtype_name()
         results = []
         for path in paths:
             name = safe_file_name(Path(path).name)
             try:
                 request = replace(
-                    self._keep_upload(Path(path), name, config, model), checkpoint_seconds=checkpoint_seconds
+                    self._keep_upload(Path(path), name, config, model),
+                    checkpoint_seconds=checkpoint_seconds,
+                    dtype=dtype,
                 )
                 self.reads.submit(request)
                 results.append({"name": name, "doc_id": request.doc_id, "ok": True, "message": "queued"})
@@ -243,7 +252,15 @@ class Workspace:
         path = self.service.source_path(doc_id)
         if path is None:
             raise ValueError(f"{doc['name']} cannot be resumed: its file is gone")
-        request = ReadRequest(doc_id, doc["name"], path, PotConfig(**pot["config"]), pot["model"], doc.get("pages"))
+        request = ReadRequest(
+            doc_id,
+            doc["name"],
+            path,
+            PotConfig(**pot["config"]),
+            pot["model"],
+            doc.get("pages"),
+            dtype=dtype_in_key(pot["model_identity"]),  # continues in the dtype it was started in
+        )
         self.reads.submit(request)
         return f"{doc['name']}: queued again"
 

@@ -133,7 +133,7 @@ class InfiniPotApp:
             with gr.Tab("Settings"):
                 gr.Markdown("Settings for the next uploads (a read already queued keeps its settings).")
                 c.model = gr.Textbox(
-                    label="Model: 'default' (bundled SmolLM2-135M), a local folder, or a hub id",
+                    label="Model: 'default' (bundled SmolLM2-135M), a .gguf file, a local folder, or a hub id",
                     value="default",
                     elem_id="ip-model",
                 )
@@ -180,13 +180,22 @@ class InfiniPotApp:
                         label="Surprise is measured per",
                         info="a token gets its sentence's, its word's (with edges) or its own novelty · NuC unit",
                     )
-                c.checkpoint_seconds = gr.Number(
-                    label="Save a resume point every ... seconds of reading (a crash loses at most this much; "
-                    "0: after every piece)",
-                    value=defaults["checkpoint_seconds"],
-                    minimum=0,
-                    elem_id="ip-checkpoint-seconds",
-                )
+                with gr.Row():
+                    c.checkpoint_seconds = gr.Number(
+                        label="Save a resume point every ... seconds of reading (a crash loses at most this much; "
+                        "0: after every piece)",
+                        value=defaults["checkpoint_seconds"],
+                        minimum=0,
+                        elem_id="ip-checkpoint-seconds",
+                    )
+                    c.dtype = gr.Dropdown(
+                        choices["dtypes"],
+                        value=defaults["dtype"],
+                        label="Number precision",
+                        info="auto: bfloat16 (about 2.5x faster) where the processor computes it natively, "
+                        "float32 elsewhere · a document read in one is read again for another",
+                        elem_id="ip-dtype",
+                    )
                 c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
                 self._answers_layout(choices["answer_modes"], choices["answer_rankings"], choices["answer_defaults"])
 
@@ -284,6 +293,7 @@ class InfiniPotApp:
             c.method,
             c.nuc_unit,
             c.checkpoint_seconds,
+            c.dtype,
         ]
         answers = [  # in handlers.ANSWER_NAMES order
             c.max_new_tokens,

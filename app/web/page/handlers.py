@@ -28,6 +28,7 @@ SETTING_NAMES = (
     "method",
     "nuc_unit",
     "checkpoint_seconds",
+    "dtype",
 )
 # The Settings tab's Answers group, in the order of its components (the fields of web.settings.AnswerChoices).
 ANSWER_NAMES = (

@@ -1,0 +1,61 @@
+"""The converted models cached under the data home (`infinipot models`): listed with their size on disk and the
+GGUF file each came from, and deleted by name (a deleted model is converted again when next used)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from infinipot.core.errors import ModelError
+from infinipot.core.gguf_models import SOURCE_RECORD, is_converted, models_folders
+
+
+@dataclass(frozen=True)
+class ConvertedModel:
+    name: str  # the folder's name, which is also the model's identity in stored pots
+    folder: Path
+    disk_bytes: int
+    source: str | None  # the GGUF file it was converted from, when its conversion recorded one
+
+    def as_json(self) -> dict:
+        return {**asdict(self), "folder": str(self.folder)}
+
+
+def converted_models(home: Path) -> list[ConvertedModel]:
+    """Every complete converted model, by name; staging folders of conversions in progress are not models yet."""
+    found = {}
+    for models in models_folders(home):
+        if not models.is_dir():
+            continue
+        for folder in sorted(models.iterdir()):
+            if folder.name.startswith(".") or folder.name in found or not is_converted(folder):
+                continue
+            found[folder.name] = ConvertedModel(folder.name, folder, _disk_bytes(folder), _source(folder))
+    return sorted(found.values(), key=lambda model: model.name)
+
+
+def delete_converted_model(home: Path, name: str) -> ConvertedModel:
+    """Remove the converted model `name`; the name must be one `converted_models` lists, never a path."""
+    if name in ("", ".", "..") or any(separator in name for separator in ("/", "\\")):
+        raise ModelError(f"{name!r} is not a model name: give a name that `infinipot models` lists, not a path")
+    model = next((model for model in converted_models(home) if model.name == name), None)
+    if model is None:
+        raise ModelError(f"no converted model is named {name!r} (see `infinipot models`)")
+    shutil.rmtree(model.folder)
+    return model
+
+
+def _disk_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def _source(folder: Path) -> str | None:
+    try:
+        record = json.loads((folder / SOURCE_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # converted before sources were recorded, or the record is damaged
+        return None
+    if not isinstance(record, dict):
+        return None
+    return record.get("path") or record.get("gguf")
