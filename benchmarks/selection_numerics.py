@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     args = parser.parse_args()
 
-    loaded = load_model(ModelSpec(device="cpu"), data_home())
+    loaded = load_model(ModelSpec(device="cpu", dtype="float32"), data_home())  # cast per dtype below, from fp32
     tokenizer = loaded.tokenizer
     haystack = haystack_ids(tokenizer, args.length)
     dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]

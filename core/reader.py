@@ -241,22 +241,22 @@ class ContinualReader:
         """-log p(x_t | pot, x_<t) for each token of the piece (T,), and the log-probs after its last token.
 
         The first token is predicted by the previous piece's last position (`carried`); the document's
-        very first token has no prediction and gets 0. log p(x) = logit(x) - logsumexp(logits): only the target's
-        logit and the log-sum-exp are needed, not the whole (r, V) log-softmax. The LM head runs in the model's
-        dtype; the log-sum-exp in fp32 (vocab_logits upcasts), so a bf16 read loses only the logits' rounding.
+        very first token has no prediction and gets 0. The LM head runs in the model's dtype and the log-softmax
+        in fp32 (vocab_logits upcasts), so a bf16 read loses only the logits' own rounding. One fused log_softmax
+        measured faster than a log-sum-exp of the target alone (benchmarks/nuc_pass.py).
         """
         scores = torch.zeros(len(ids), dtype=torch.float32, device=hidden.device)
         if carried is not None:
             scores[0] = -carried[ids[0]]
-        logits = None
+        last = None
         for start in range(0, len(ids), _NOVELTY_ROWS):
             rows = hidden[start : start + _NOVELTY_ROWS]  # (r, hidden)
-            logits = hf_adapter.vocab_logits(self.model, rows)  # (r, V) fp32
+            logprobs = torch.log_softmax(hf_adapter.vocab_logits(self.model, rows), dim=-1)  # (r, V) fp32
             targets = ids[start + 1 : start + 1 + len(rows)]  # next tokens inside the piece
-            target_logits = logits[: len(targets)].gather(1, targets[:, None])[:, 0]  # (t,)
-            normalizers = torch.logsumexp(logits[: len(targets)], dim=-1)  # (t,)
-            scores[start + 1 : start + 1 + len(targets)] = normalizers - target_logits
-        return scores, torch.log_softmax(logits[-1], dim=-1)  # (V,) predicts the next piece's first token
+            predicted = logprobs[: len(targets)].gather(1, targets[:, None])[:, 0]
+            scores[start + 1 : start + 1 + len(targets)] = -predicted
+            last = logprobs[-1]
+        return scores, last.clone()
 
     def _check_bound(self) -> None:
         entries = self.pot.entries

@@ -18,7 +18,14 @@ import torch
 
 from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_document, passkey_key
 from infinipot.app.bench.needle import QUESTION, found_key
-from infinipot.app.bench.results import ResultLog, length_label, parse_depths, parse_lengths, parse_methods
+from infinipot.app.bench.results import (
+    ResultLog,
+    length_label,
+    parse_depths,
+    parse_lengths,
+    parse_methods,
+    resolved_dtype,
+)
 from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
@@ -44,6 +51,7 @@ class NiahSettings:
     max_new_tokens: int = 16  # a 5-digit key and a few words around it
     seed: int = 0
     device: str = "auto"
+    dtype: str = "float32"  # resolved (core.precision.resolve_dtype), so that results record what ran
     # "question": CaP-Q, each trial's document read with that trial's question in the catalyst prompt.
     cap: str = "general"
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
@@ -92,6 +100,7 @@ class NiahSettings:
             "max_new_tokens": self.max_new_tokens,
             "seed": self.seed,
             "question": QUESTION,
+            **({"dtype": self.dtype} if self.dtype != "float32" else {}),  # folders from before --dtype were fp32
             # only when not the default, so folders written before this setting existed still resume
             **({"cap": self.cap} if self.cap != "general" else {}),
             **({"focus": self.focus} if self.focus is not None else {}),
@@ -365,6 +374,7 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
         device=args.device,
+        dtype=resolved_dtype(args),
         cap=args.cap,
         focus=args.focus,
         evidence=args.evidence,
@@ -382,7 +392,7 @@ def main(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     for method in settings.methods:
         settings.pot_config(method)  # impossible pot settings fail before the model loads
-    loaded = load_model(ModelSpec(name=settings.model, device=settings.device), data_home())
+    loaded = load_model(ModelSpec(name=settings.model, device=settings.device, dtype=settings.dtype), data_home())
     records = run(settings, loaded, log=lambda line: print(line, file=sys.stderr, flush=True))
     for path in write_reports(settings, records):
         print(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from collections.abc import Iterable
@@ -114,3 +115,12 @@ class ResultLog:
             out.flush()
             os.fsync(out.fileno())
         self.records.append(record)
+
+
+def resolved_dtype(args: argparse.Namespace) -> str:
+    """The dtype `--dtype` names on this machine and device (auto resolved), as benchmark results record it."""
+    from infinipot.core.model import ModelSpec, pick_device
+    from infinipot.core.precision import dtype_name, resolve_dtype
+
+    dtype = getattr(args, "dtype", "auto")
+    return dtype_name(resolve_dtype(dtype, pick_device(ModelSpec(device=args.device, dtype=dtype))))

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from infinipot.app.bench.results import ResultLog, length_label, parse_lengths, parse_methods
+from infinipot.app.bench.results import ResultLog, length_label, parse_lengths, parse_methods, resolved_dtype
 from infinipot.core.config import PotConfig
 from infinipot.core.errors import InfiniPotError
 
@@ -38,6 +38,8 @@ class SpeedSettings:
     keep: int | None = None  # |C|; None: PotConfig's default
     repeats: int = 1
     device: str = "auto"
+    dtype: str = "float32"  # resolved, as niah records it
+    threads: int | None = None  # None: one per physical core
 
     def __post_init__(self) -> None:
         if not self.lengths or not self.methods:
@@ -53,6 +55,7 @@ class SpeedSettings:
             "keep": self.keep,
             "repeats": self.repeats,
             "device": self.device,
+            **({"dtype": self.dtype} if self.dtype != "float32" else {}),  # folders from before --dtype were fp32
         }
 
 
@@ -78,7 +81,17 @@ def plain_chunked_forward(model, ids: list[int], window: int, chunk: int) -> Non
                 cache = hf_adapter.cache_from_layers(layers)
 
 
-def measure(method: str, length: int, model: str, pot_size: int, keep: int | None, repeats: int, device: str) -> dict:
+def measure(
+    method: str,
+    length: int,
+    model: str,
+    pot_size: int,
+    keep: int | None,
+    repeats: int,
+    device: str,
+    dtype: str = "float32",
+    threads: int | None = None,
+) -> dict:
     """One (method, length) in this process: median tokens/s over `repeats` reads, peak RSS, peak entries."""
     import psutil
     import torch
@@ -86,9 +99,11 @@ def measure(method: str, length: int, model: str, pot_size: int, keep: int | Non
     from infinipot.app.bench.haystack import haystack_ids
     from infinipot.core.engine import Engine
     from infinipot.core.model import ModelSpec, load_model
+    from infinipot.core.precision import set_threads
     from infinipot.storage.paths import data_home
 
-    loaded = load_model(ModelSpec(name=model, device=device), data_home())
+    set_threads(threads)
+    loaded = load_model(ModelSpec(name=model, device=device, dtype=dtype), data_home())
     engine = Engine(loaded, _pot_config("infinipot" if method == PLAIN else method, pot_size, keep))
     ids = haystack_ids(loaded.tokenizer, length)
     rss_before = psutil.Process().memory_info().rss
@@ -117,6 +132,8 @@ def measure(method: str, length: int, model: str, pot_size: int, keep: int | Non
         "peak_entries": peak_entries,
         "cycles": cycles,
         "device": _device_name(loaded.device),
+        "dtype": dtype,
+        "threads": torch.get_num_threads(),
         "load_average": round(os.getloadavg()[0], 1),  # other work on the machine skews throughput
     }
     if loaded.device.type == "cuda":
@@ -141,6 +158,8 @@ def _measure_in_child(settings: SpeedSettings, method: str, length: int) -> dict
         "keep": settings.keep,
         "repeats": settings.repeats,
         "device": settings.device,
+        "dtype": settings.dtype,
+        "threads": settings.threads,
     }
     done = subprocess.run(
         [sys.executable, "-m", "infinipot.app.bench.speed", json.dumps(spec)],
@@ -199,6 +218,8 @@ def settings_from_args(args: argparse.Namespace) -> SpeedSettings:
         keep=args.keep,
         repeats=args.repeats,
         device=args.device,
+        dtype=resolved_dtype(args),
+        threads=args.threads,
     )
 
 
