@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 
 from . import hf_adapter
+from .eviction import kept_rows, move_keys
 from .pot import Pot
-from .rope import reposition_keys
 from .scorers import LayerEvidence, Scorer
-from .selection import select_entries
+from .selection import select_entries, select_latest
 
 
 def catalyst_attention(model, cache, catalyst_ids: list[int], start_position: int) -> list[torch.Tensor]:
@@ -50,6 +50,48 @@ def compress_pot(
     to the scorer by name and replaced in place by its kept entries.
     """
     carried = {} if carried is None else carried
+    idx, reasons = select_kept(pot, scorer, catalyst, keep, sink_tokens, carried)  # (L, H_kv, keep) each
+    for name in list(carried):
+        carried[name] = carried[name].gather(2, idx)  # (L, H_kv, keep)
+    old_positions = pot.positions.gather(2, idx)  # (L, H_kv, keep)
+    keys = kept_rows(pot.keys, idx)  # per layer (1, H_kv, keep, D)
+    if cr_rope:
+        move_keys(model, keys, old_positions)
+        new_positions = torch.arange(keep, device=idx.device).expand_as(idx).contiguous()
+        next_position = keep
+    else:
+        new_positions, next_position = old_positions, pot.next_position
+    return Pot(
+        keys=keys,
+        values=kept_rows(pot.values, idx),
+        origin=pot.origin.gather(2, idx),
+        kept_by=reasons,
+        novelty=pot.novelty.gather(2, idx),
+        positions=new_positions,
+        next_position=next_position,
+        prefix_len=pot.prefix_len,
+        tokens_read=pot.tokens_read,
+        cycles=pot.cycles + 1,
+        peak_entries=pot.peak_entries,
+        last_logprobs=pot.last_logprobs,
+        source=None if pot.source is None else pot.source.gather(2, idx),
+    )
+
+
+def select_kept(
+    pot: Pot,
+    scorer: Scorer,
+    catalyst: list[torch.Tensor] | None,
+    keep: int,
+    sink_tokens: int,
+    carried: dict[str, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Kept indices and why each was kept (L, H_kv, keep): scored and ranked per layer, or for a scorer that keeps
+    the latest entries taken directly (one document's pot is in stream order; a merged pot is not)."""
+    if scorer.keeps_latest and scorer.novelty_share == 0 and pot.source is None:
+        latest = select_latest(pot.origin < sink_tokens, keep)  # protected (L, H_kv, n): Pot.sink_mask of each layer
+        if latest is not None:
+            return latest
     kept_idx, reasons = [], []
     for layer in range(len(pot.keys)):
         evidence = LayerEvidence(
@@ -64,41 +106,7 @@ def compress_pot(
         )
         kept_idx.append(idx)
         reasons.append(reason)
-    idx = torch.stack(kept_idx)  # (L, H_kv, keep)
-    for name in list(carried):
-        carried[name] = carried[name].gather(2, idx)  # (L, H_kv, keep)
-    old_positions = pot.positions.gather(2, idx)  # (L, H_kv, keep)
-    if cr_rope:
-        new_positions = torch.arange(keep, device=idx.device).expand_as(idx).contiguous()
-        old_cos, old_sin = hf_adapter.rotary_cos_sin(model, old_positions)  # (L, H_kv, keep, rot)
-        new_cos, new_sin = hf_adapter.rotary_cos_sin(model, new_positions[0, :1])  # (1, keep, rot)
-        next_position = keep
-    else:
-        new_positions, next_position = old_positions, pot.next_position
-
-    keys, values = [], []
-    for layer, (k, v) in enumerate(zip(pot.keys, pot.values, strict=True)):
-        gather_idx = idx[layer][None, :, :, None].expand(-1, -1, -1, k.shape[-1])  # (1, H_kv, keep, D)
-        k_kept = k.gather(2, gather_idx)
-        if cr_rope:
-            k_kept = reposition_keys(k_kept, (old_cos[layer][None], old_sin[layer][None]), (new_cos, new_sin))
-        keys.append(k_kept)
-        values.append(v.gather(2, gather_idx))
-    return Pot(
-        keys=keys,
-        values=values,
-        origin=pot.origin.gather(2, idx),
-        kept_by=torch.stack(reasons),
-        novelty=pot.novelty.gather(2, idx),
-        positions=new_positions,
-        next_position=next_position,
-        prefix_len=pot.prefix_len,
-        tokens_read=pot.tokens_read,
-        cycles=pot.cycles + 1,
-        peak_entries=pot.peak_entries,
-        last_logprobs=pot.last_logprobs,
-        source=None if pot.source is None else pot.source.gather(2, idx),
-    )
+    return torch.stack(kept_idx), torch.stack(reasons)
 
 
 def distill(

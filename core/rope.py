@@ -30,6 +30,58 @@ def unapply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tor
     return torch.cat((restored, x_pass), dim=-1)
 
 
+def rotation(cos_sin: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """R(p) in `rotate_in_place`'s form: cos and signed sin (..., rot)."""
+    cos, sin = cos_sin
+    return cos, _signed(sin)
+
+
+def inverse_rotation(cos_sin: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """R(p)^-1 in `rotate_in_place`'s form: (c, -s) / (c^2 + s^2), exact for yarn's scaled cos/sin as well."""
+    cos, sin = cos_sin
+    norm = cos * cos + sin * sin  # (..., rot): 1, or yarn's m^2
+    return cos / norm, _signed(-sin / norm)
+
+
+def rotation_between(
+    old_cos_sin: tuple[torch.Tensor, torch.Tensor], new_cos_sin: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """R(new) R(old)^-1 in `rotate_in_place`'s form: one rotation that moves a key from old to new positions.
+
+    Composed from the two positions' own cos/sin rather than from the angle of new - old, so a moved key equals
+    the model's key at `new` as closely as reposition_keys' undo-then-redo (a delta angle would carry the
+    rounding of old * theta, ~1e-4 at position 4K). With c, s = old and C, S = new:
+    cos = (C c + S s) / (c^2 + s^2), sin = (S c - C s) / (c^2 + s^2).
+    """
+    cos, sin = old_cos_sin
+    new_cos, new_sin = new_cos_sin
+    norm = cos * cos + sin * sin  # (..., rot): 1, or yarn's m^2
+    return (new_cos * cos + new_sin * sin) / norm, _signed((new_sin * cos - new_cos * sin) / norm)
+
+
+def _signed(sin: torch.Tensor) -> torch.Tensor:
+    """sin with its first half negated: rotate_half(x) * sin == roll(x, half) * _signed(sin)."""
+    half = sin.shape[-1] // 2
+    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+
+
+def rotate_in_place(x: torch.Tensor, *rotations: tuple[torch.Tensor, torch.Tensor]) -> None:
+    """x (..., D) <- x rotated by each (cos, signed sin) (..., rot) in turn, on its first rot dims.
+
+    Three ops a rotation instead of reposition_keys' dozen: on a CPU shared with other work every op waits for its
+    threads, so the count matters as much as the bytes. fp32 works in place; other dtypes compute in fp32 and are
+    rounded once at the end, as in reposition_keys.
+    """
+    rot = rotations[0][0].shape[-1]
+    part = x[..., :rot]
+    work = part if part.dtype == torch.float32 else part.float()
+    for cos, signed_sin in rotations:
+        swapped = work.roll(rot // 2, dims=-1)  # (..., rot): second half first
+        work.mul_(cos).addcmul_(swapped, signed_sin)
+    if work is not part:
+        part.copy_(work)
+
+
 def reposition_keys(
     keys: torch.Tensor,
     old_cos_sin: tuple[torch.Tensor, torch.Tensor],

@@ -24,12 +24,8 @@ def select_entries(
     Returns kept indices (H, keep) sorted by original order and why each was kept (H, keep) uint8.
     """
     heads, n = scores.shape
-    if keep >= n:
-        raise ValueError(f"cannot keep {keep} of {n} entries")
     protected_count = int(protected[0].sum())
-    free = keep - protected_count
-    if free < 0:
-        raise ValueError(f"{protected_count} sink entries exceed the kept size {keep}")
+    free = _free_slots(n, keep, protected_count)
     # tier 2: sinks, tier 1: highest novelty, tier 0: ranked by score; rank = tier + score scaled to [0, 1)
     tier = protected.to(torch.float32) * 2
     novelty_slots = min(round(novelty_share * free), n - protected_count)
@@ -47,3 +43,31 @@ def select_entries(
     reason[kept_tier == 1] = KEPT_NOVELTY
     reason[kept_tier == 2] = KEPT_SINK
     return kept, reason
+
+
+def select_latest(protected: torch.Tensor, keep: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """What select_entries keeps when the score is stream order (Scorer.keeps_latest), without ranking anything:
+    the sinks and the newest entries, the same in every layer and head.
+
+    protected: (L, H, n) bool over entries in stream order (one document's pot). None when the sinks are not the
+    same leading entries of every head. Returns kept indices and reasons (L, H, keep), as select_entries would.
+    """
+    layers, heads, n = protected.shape
+    sinks = int(protected[0, 0].sum())
+    _free_slots(n, keep, sinks)
+    if not bool(protected[..., :sinks].all()) or bool(protected[..., sinks:].any()):
+        return None
+    device = protected.device
+    kept = torch.cat([torch.arange(sinks, device=device), torch.arange(n - keep + sinks, n, device=device)])  # (keep,)
+    reason = torch.full((keep,), KEPT_SCORE, dtype=torch.uint8, device=device)
+    reason[:sinks] = KEPT_SINK
+    return kept.expand(layers, heads, keep), reason.expand(layers, heads, keep).contiguous()
+
+
+def _free_slots(n: int, keep: int, protected_count: int) -> int:
+    """Kept slots left after the sinks, refusing a selection that keeps everything or fewer than the sinks."""
+    if keep >= n:
+        raise ValueError(f"cannot keep {keep} of {n} entries")
+    if protected_count > keep:
+        raise ValueError(f"{protected_count} sink entries exceed the kept size {keep}")
+    return keep - protected_count

@@ -48,6 +48,9 @@ class Scorer:
     # compression evicting only room for the next `PotConfig.window_step` tokens (the originals evict one
     # entry per new token; evicting a step at a time keeps reading in efficient pieces).
     rolling: ClassVar[bool] = False
+    # True: `score` is stream order alone, so a compression keeps the sinks and the newest entries, the same in
+    # every head; core.selection.select_latest then finds them without scoring and ranking (streaming, recent).
+    keeps_latest: ClassVar[bool] = False
     # Exactly this many leading tokens are attention sinks; None protects the chat template's opening
     # (at least PotConfig.min_sink_tokens), as InfiniPot does.
     sink_count: ClassVar[int | None] = None

@@ -12,6 +12,7 @@ from .base import LayerEvidence, Scorer
 @dataclass(frozen=True)
 class RecentScorer(Scorer):
     name = "recent"
+    keeps_latest = True
 
     def score(self, evidence: LayerEvidence) -> torch.Tensor:
         return evidence.origin.float()

@@ -19,6 +19,7 @@ from .base import LayerEvidence, Scorer
 class StreamingScorer(Scorer):
     name = "streaming"
     rolling = True
+    keeps_latest = True
     sink_count = 4
 
     def score(self, evidence: LayerEvidence) -> torch.Tensor:
