@@ -65,12 +65,13 @@ def generated_text(tokens: int, home: Path, folder: Path) -> Path:
     return path
 
 
-def read_once(text: Path, method: str, python_path: str, models: Path) -> dict:
-    """One `infinipot read` in a fresh process and data home; its JSON report plus the runner's."""
+def read_once(text: Path, method: str, python_path: str, models: Path, dtype: str = "float32") -> dict:
+    """One `infinipot read` in a fresh process and data home; its JSON report plus the runner's. The dtype goes
+    through INFINIPOT_DTYPE, which trees from before `--dtype` (always float32) ignore."""
     home = Path(tempfile.mkdtemp(prefix="rolling-home-"))
     try:
         (home / "models").symlink_to(models, target_is_directory=True)
-        env = {**os.environ, "INFINIPOT_HOME": str(home)}
+        env = {**os.environ, "INFINIPOT_HOME": str(home), "INFINIPOT_DTYPE": dtype}
         if python_path:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [python_path, os.environ.get("PYTHONPATH")]))
         started = time.perf_counter()
@@ -92,6 +93,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--code", action="append", default=None, help="NAME=PYTHONPATH of a code tree (repeatable)")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines file to append to")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="what the reads run in")
     args = parser.parse_args()
 
     from infinipot.storage.paths import data_home
@@ -103,7 +105,7 @@ def main() -> None:
         order = trees if run % 2 == 0 else trees[::-1]
         for method in args.methods.split(","):
             for name, python_path in order:
-                result = read_once(text, method, python_path, home / "models")
+                result = read_once(text, method, python_path, home / "models", args.dtype)
                 row = {
                     "code": name,
                     "method": method,

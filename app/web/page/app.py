@@ -192,7 +192,7 @@ class InfiniPotApp:
                         choices["dtypes"],
                         value=defaults["dtype"],
                         label="Number precision",
-                        info="auto: bfloat16 (about 2.5x faster) where the processor computes it natively, "
+                        info="auto: bfloat16 where the processor computes it natively (reads about twice as fast), "
                         "float32 elsewhere · a document read in one is read again for another",
                         elem_id="ip-dtype",
                     )
