@@ -4,9 +4,10 @@
 
 For one forward piece of hidden states (random, the cost does not depend on them) it times, per dtype and slice
 size (rows of logits computed at once; the reader uses core.reader._NOVELTY_ROWS): the LM head alone (what a
-plain forward pays too), the head plus the fused fp32 log-softmax the reader runs, and the head plus an fp32
-log-sum-exp of each target alone. Medians over --runs, in milliseconds per --tokens tokens, one JSON line each,
-with the largest gap between the two ways' scores.
+plain forward pays too), the head plus a fused fp32 log-softmax, the head plus the log-softmax in the model's dtype
+(what the reader runs; torch sums in fp32 and rounds the output), and the head plus an fp32 log-sum-exp of each
+target alone. Medians over --runs, in milliseconds per --tokens tokens, one JSON line each, with the largest gap of
+each way's scores from the fp32 log-softmax's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ def scores_by_log_softmax(model, hidden: torch.Tensor, targets: torch.Tensor, ro
     for start in range(0, len(targets), rows):
         logprobs = torch.log_softmax(hf_adapter.vocab_logits(model, hidden[start : start + rows]), dim=-1)  # (r, V)
         out[start : start + rows] = -logprobs.gather(1, targets[start : start + rows, None])[:, 0]
+    return out
+
+
+def scores_by_log_softmax_in_dtype(model, hidden: torch.Tensor, targets: torch.Tensor, rows: int) -> torch.Tensor:
+    """What the reader runs: the log-softmax in the model's dtype (torch sums in fp32, rounds the output)."""
+    out = torch.empty(len(targets))
+    for start in range(0, len(targets), rows):
+        logits = hf_adapter.vocab_logits(model, hidden[start : start + rows], upcast=False)  # (r, V)
+        out[start : start + rows] = (
+            -torch.log_softmax(logits, dim=-1).gather(1, targets[start : start + rows, None])[:, 0].float()
+        )
     return out
 
 
@@ -63,7 +75,7 @@ def main() -> None:
         with torch.inference_mode():
             for rows in (int(r) for r in args.rows.split(",")):
                 timings = {}
-                for way in (head_only, scores_by_log_softmax, scores_by_logsumexp):
+                for way in (head_only, scores_by_log_softmax, scores_by_log_softmax_in_dtype, scores_by_logsumexp):
                     seconds = []
                     for _ in range(args.runs):
                         started = time.perf_counter()

@@ -113,9 +113,11 @@ def final_logit_softcap(model: torch.nn.Module) -> float | None:
     return getattr(model.config, "final_logit_softcapping", None)
 
 
-def vocab_logits(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """LM-head logits for final hidden states (..., hidden) -> (..., vocab), fp32, capped like the model's own."""
-    logits = model.get_output_embeddings()(hidden).float()
+def vocab_logits(model: torch.nn.Module, hidden: torch.Tensor, upcast: bool = True) -> torch.Tensor:
+    """LM-head logits for final hidden states (..., hidden) -> (..., vocab), capped like the model's own; fp32,
+    or with upcast=False in the model's dtype."""
+    logits = model.get_output_embeddings()(hidden)
+    logits = logits.float() if upcast else logits
     cap = final_logit_softcap(model)
     if cap:
         logits = torch.tanh(logits / cap) * cap

@@ -241,22 +241,23 @@ class ContinualReader:
         """-log p(x_t | pot, x_<t) for each token of the piece (T,), and the log-probs after its last token.
 
         The first token is predicted by the previous piece's last position (`carried`); the document's
-        very first token has no prediction and gets 0. The LM head runs in the model's dtype and the log-softmax
-        in fp32 (vocab_logits upcasts), so a bf16 read loses only the logits' own rounding. One fused log_softmax
-        measured faster than a log-sum-exp of the target alone (benchmarks/nuc_pass.py).
+        very first token has no prediction and gets 0. The LM head and the fused log-softmax run in the model's
+        dtype: torch's bf16 log_softmax sums in fp32 and rounds only its output, which in bf16 costs a third of
+        upcasting the (r, V) logits first (benchmarks/nuc_pass.py) and moves a score by ~0.05 nats, the size of
+        the bf16 logits' own rounding. The carried row, which predicts the next piece's first token, is fp32.
         """
         scores = torch.zeros(len(ids), dtype=torch.float32, device=hidden.device)
         if carried is not None:
             scores[0] = -carried[ids[0]]
-        last = None
+        logits = None
         for start in range(0, len(ids), _NOVELTY_ROWS):
             rows = hidden[start : start + _NOVELTY_ROWS]  # (r, hidden)
-            logprobs = torch.log_softmax(hf_adapter.vocab_logits(self.model, rows), dim=-1)  # (r, V) fp32
+            logits = hf_adapter.vocab_logits(self.model, rows, upcast=False)  # (r, V) model dtype
+            logprobs = torch.log_softmax(logits, dim=-1)  # (r, V)
             targets = ids[start + 1 : start + 1 + len(rows)]  # next tokens inside the piece
-            predicted = logprobs[: len(targets)].gather(1, targets[:, None])[:, 0]
-            scores[start + 1 : start + 1 + len(targets)] = -predicted
-            last = logprobs[-1]
-        return scores, last.clone()
+            predicted = logprobs[: len(targets)].gather(1, targets[:, None])[:, 0]  # (t,)
+            scores[start + 1 : start + 1 + len(targets)] = -predicted.float()
+        return scores, torch.log_softmax(logits[-1].float(), dim=-1)  # (V,) fp32
 
     def _check_bound(self) -> None:
         entries = self.pot.entries
