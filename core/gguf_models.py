@@ -86,6 +86,11 @@ def converted_gguf(
     return target
 
 
+def names_gguf_file(path: Path) -> bool:
+    """Whether a --model path is meant as a GGUF file (an existing file, or any path ending in .gguf)."""
+    return path.is_file() or path.suffix.lower() == ".gguf"
+
+
 def is_converted(folder: Path) -> bool:
     """config.json is written with the weights, and the folder only appears once complete (see convert_gguf)."""
     return (folder / "config.json").is_file()

@@ -12,7 +12,7 @@ import torch
 
 from . import hf_adapter
 from .errors import ModelError
-from .gguf_models import converted_gguf
+from .gguf_models import converted_gguf, names_gguf_file
 from .precision import check_dtype_name, pot_key, resolve_dtype
 
 DEFAULT_MODEL = "default"
@@ -35,6 +35,10 @@ class ModelSpec:
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         check_dtype_name(self.dtype)
+
+    def torch_dtype(self) -> torch.dtype:
+        """The dtype the model runs in: `auto` resolved for this machine and the device it runs on."""
+        return resolve_dtype(self.dtype, pick_device(self))
 
 
 @dataclass
@@ -80,7 +84,7 @@ def resolve_model_dir(spec: ModelSpec, home: Path) -> tuple[str, str]:
         folder = converted_gguf(default_gguf_path(), home, _DEFAULT_CACHE_NAME, refuse_unusable)
         return str(folder), _DEFAULT_CACHE_NAME
     path = Path(spec.name).expanduser()
-    if path.is_file() or path.suffix.lower() == ".gguf":
+    if names_gguf_file(path):
         folder = converted_gguf(path, home, check_model=refuse_unusable)
         return str(folder), folder.name
     if path.exists():
@@ -105,7 +109,7 @@ def load_model(spec: ModelSpec, home: Path) -> LoadedModel:
 
     source, identity = resolve_model_dir(spec, home)
     device = pick_device(spec)
-    dtype = resolve_dtype(spec.dtype, device)
+    dtype = spec.torch_dtype()
     attn = "sdpa"
     if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
         attn = "flash_attention_2"

@@ -8,6 +8,7 @@ CPU's feature flags (what torch itself detects) rather than guessing from the ar
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 
@@ -45,6 +46,7 @@ def native_bf16_cpu(features: dict | None = None) -> bool:
     return False
 
 
+@functools.cache  # reads /proc/cpuinfo or runs sysctl; the answer does not change while the process runs
 def _arm_has_bf16() -> bool:
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:

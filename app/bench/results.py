@@ -119,8 +119,7 @@ class ResultLog:
 
 def resolved_dtype(args: argparse.Namespace) -> str:
     """The dtype `--dtype` names on this machine and device (auto resolved), as benchmark results record it."""
-    from infinipot.core.model import ModelSpec, pick_device
-    from infinipot.core.precision import dtype_name, resolve_dtype
+    from infinipot.core.model import ModelSpec
+    from infinipot.core.precision import dtype_name
 
-    dtype = getattr(args, "dtype", "auto")
-    return dtype_name(resolve_dtype(dtype, pick_device(ModelSpec(device=args.device, dtype=dtype))))
+    return dtype_name(ModelSpec(device=args.device, dtype=getattr(args, "dtype", "auto")).torch_dtype())

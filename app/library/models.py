@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from infinipot.core.model import LoadedModel, ModelSpec, load_model, pick_device
-from infinipot.core.precision import check_dtype_name, dtype_name, resolve_dtype
+from infinipot.core.model import LoadedModel, ModelSpec, load_model
+from infinipot.core.precision import check_dtype_name, dtype_name
 
 
 class ModelShelf:
@@ -20,7 +20,7 @@ class ModelShelf:
     def get(self, name: str, dtype: str | None = None) -> LoadedModel:
         """The model `name` in `dtype` (None: the shelf's); `auto` and the dtype it resolves to share one copy."""
         spec = ModelSpec(name=name, device=self.device, dtype=dtype or self.dtype)
-        key = (name, dtype_name(resolve_dtype(spec.dtype, pick_device(spec))))
+        key = (name, dtype_name(spec.torch_dtype()))
         with self._lock:
             if key not in self._models:
                 self._models[key] = load_model(spec, self.home)

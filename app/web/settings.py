@@ -14,7 +14,7 @@ from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.errors import ModelError
 from infinipot.core.evidence import EvidenceConfig
-from infinipot.core.gguf_models import check_is_gguf
+from infinipot.core.gguf_models import check_is_gguf, names_gguf_file
 from infinipot.core.precision import check_dtype_name
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -63,7 +63,7 @@ class ReadSettings:
         if not name or name == "default":
             return "default"
         path = Path(name).expanduser()
-        if path.is_file() or path.suffix.lower() == ".gguf":
+        if names_gguf_file(path):
             try:
                 check_is_gguf(path)  # the magic bytes only: the rest is checked when it is converted, on first use
             except ModelError as exc:
