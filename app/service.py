@@ -260,7 +260,9 @@ class DocumentService:
         stats.evidence_tokens = sum(len(ids) for ids in to_read)
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         stats.evidence_seconds = time.perf_counter() - started
-        return engine.answer(pot, question, decoding, stats, evidence=to_read)
+        return engine.answer(
+            pot, question, decoding, stats, evidence=to_read, pot_entries=settings.evidence.pot_entries
+        )
 
     def summarize(
         self,

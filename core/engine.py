@@ -68,6 +68,7 @@ class Engine:
         self._boundaries: TokenBoundaries | None = None
         self._sentence_ends: torch.Tensor | None = None
         self._word_keys: torch.Tensor | None = None
+        self._opening: Pot | None = None
 
     def request_ids(self, instruction: str, gap: str = "\n\n") -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
@@ -122,6 +123,7 @@ class Engine:
         *,
         max_new_tokens: int | None = None,
         evidence: Sequence[Sequence[int]] = (),
+        pot_entries: int | None = None,
     ) -> Iterator[str]:
         """Stream the answer to `question` as text pieces; `pot` itself is left unchanged.
 
@@ -131,24 +133,45 @@ class Engine:
         catalyst prompt (CaP-Q at ask time), so a small model looks at fewer, question-relevant entries.
         `evidence`: document token spans (core.evidence), read verbatim in this order between the pot and the
         question at fresh positions; the pot is distilled with the question as catalyst when they need room.
+        `pot_entries` (with `evidence` only; core.evidence.EvidenceConfig.pot_entries): how much of the pot the
+        spans follow: None all of it, 0 none (only the chat template's opening), N a copy distilled to N entries
+        with the question as catalyst.
         """
         if not question or not question.strip():
             raise ValueError("the question is empty")
         decoding = decoding_for(decoding, max_new_tokens)
         request = self.question_ids(question)
         prompt = self.evidence_ids(evidence) + request
+        if evidence and pot_entries == 0:
+            pot = self.opening_pot()
+        elif evidence and pot_entries is not None and pot_entries < pot.entries:
+            focus = pot_entries
         return self._respond(pot, prompt, decoding, stats or AnswerStats(), focus, catalyst=request)
+
+    def opening_pot(self) -> Pot:
+        """A pot of the chat template's opening alone, before any document: what passages read without the
+        pot follow. Read once per engine (a few dozen tokens); answers never change it."""
+        if self._opening is None:
+            self._opening = self.read([])
+        return self._opening
 
     def answer_prompt_ids(self, question: str, evidence: Sequence[Sequence[int]] = ()) -> list[int]:
         """Everything `answer` puts after the pot: the evidence block, then the question's request."""
         return self.evidence_ids(evidence) + self.question_ids(question)
 
-    def evidence_room(self, question: str, max_new_tokens: int, spans: int) -> int:
-        """Evidence tokens that fit beside the pot distilled to |C| with the question and the whole answer, for
-        up to `spans` spans (each gap between two costs a few tokens): the context then stays within |M|."""
+    def evidence_room(self, question: str, max_new_tokens: int, spans: int, pot_entries: int | None = None) -> int:
+        """Evidence tokens that fit with the question and the whole answer after the pot distilled to |C| (or
+        after `pot_entries` of it; 0: the template's opening alone), for up to `spans` spans (each gap between
+        two costs a few tokens): the context then stays within |M|."""
         overhead = len(self.evidence_opening_ids) + max(0, spans - 1) * len(self.evidence_gap_ids)
         request = len(self.question_ids(question))
-        return self.config.pot_size - self.config.keep_size - request - max_new_tokens - overhead
+        if pot_entries is None:
+            before = self.config.keep_size
+        elif pot_entries == 0:
+            before = len(self.prefix_ids)
+        else:
+            before = min(pot_entries, self.config.keep_size)
+        return self.config.pot_size - before - request - max_new_tokens - overhead
 
     def question_parts(self, question: str) -> tuple[list[int], list[int]]:
         """(what precedes the question in its request, the question's own tokens), for measuring where the

@@ -53,6 +53,12 @@ class EvidenceConfig:
     # kept); "words", the question's words found in the whole stored document (core.word_match); "both", the
     # two rankings fused. Measured on the development set (docs/benchmarks.md, "Evidence answers ...").
     ranking: str = "both"
+    # What the passages are read after: None, the whole pot (distilled with the question to |C| when the
+    # passages need the room: the pot, then the passages, then the question); 0, none of it, only the chat
+    # template's opening (the pot ranks the passages and the document answers); N, a copy of the pot distilled
+    # to N entries with the question as catalyst. The 135M model reads the passages best alone: the pot's
+    # entries draw its attention away from them (benchmarks/devset/results/modes.md, "What the passages follow").
+    pot_entries: int | None = 0
 
     def __post_init__(self) -> None:
         if self.budget_tokens < 1:
@@ -69,6 +75,22 @@ class EvidenceConfig:
             raise ValueError(f"bucket score must be 'max' or 'sum', got {self.bucket_score!r}")
         if self.ranking not in RANKINGS:
             raise ValueError(f"evidence ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
+        if self.pot_entries is not None and (
+            isinstance(self.pot_entries, bool) or not isinstance(self.pot_entries, int) or self.pot_entries < 0
+        ):
+            raise ValueError(
+                f"the pot entries before the passages must be 0 or more (or all of them), got {self.pot_entries!r}"
+            )
+
+
+def parse_pot_entries(text: str) -> int | None:
+    """EvidenceConfig.pot_entries from a user's words: "all" (the whole pot) or a whole number of entries."""
+    text = text.strip().lower()
+    if text == "all":
+        return None
+    if not text.isdigit():
+        raise ValueError(f"pot entries before the passages must be 'all' or a whole number, got {text!r}")
+    return int(text)
 
 
 class Bucket(NamedTuple):
@@ -260,16 +282,17 @@ def find_evidence(
 ) -> list[Span]:
     """The spans to read for `question`, in document order; none when the pot holds the whole document.
 
-    The budget shrinks to what fits beside the pot distilled to |C|, the question and `max_new_tokens`.
-    The question's words are also sought in the pot's verbatim tail: a match there is a `held` span, cited
-    but not read again (spans_to_read). The attention is not: it favours that recent tail whatever is asked.
+    The budget shrinks to what fits beside what precedes the spans (config.pot_entries), the question and
+    `max_new_tokens`. The question's words are also sought in the pot's verbatim tail: when the whole pot
+    precedes the spans, a match there is a `held` span, cited but not read again (spans_to_read); otherwise it
+    is read like any other. The attention is not: it favours that recent tail whatever is asked.
 
     The question's attention is measured over the pot as it is (the stored pot is not changed: the pass
     extends a cache that shares its tensors).
     """
     if holds_whole_document(pot):
         return []
-    room = engine.evidence_room(question, max_new_tokens, config.max_spans)
+    room = engine.evidence_room(question, max_new_tokens, config.max_spans, config.pot_entries)
     if room < config.bucket_tokens:  # too little room beside the pot to be worth it
         return []
     config = replace(config, budget_tokens=min(config.budget_tokens, room))
@@ -285,7 +308,10 @@ def find_evidence(
         keys = engine.word_keys()
         rankings.append(word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens))
     buckets = rankings[0] if len(rankings) == 1 else fused(rankings)
-    return choose_buckets(engine, buckets, document_tokens, fetch, config, held_from=until)
+    # The pot's verbatim tail is in the answer's context only when the whole pot is: otherwise a span there is
+    # read like any other.
+    held_from = until if config.pot_entries is None else document_tokens
+    return choose_buckets(engine, buckets, document_tokens, fetch, config, held_from=held_from)
 
 
 def attention_ranking(

@@ -23,8 +23,10 @@ from infinipot.core.evidence import (
     Span,
     choose_spans,
     find_evidence,
+    parse_pot_entries,
     ranked_buckets,
     spans_to_read,
+    verbatim_tail_start,
     widen,
 )
 from infinipot.core.model import LoadedModel
@@ -134,18 +136,23 @@ def test_the_question_attention_ranks_the_needle_bucket_first():
     assert buckets[0].index == 431 // 64 and buckets[0].share > 0.5 and buckets[0].best == 431
 
 
-def test_evidence_answers_within_the_pot_and_leave_the_pot_unchanged():
+@pytest.mark.parametrize("pot_entries", [None, 0, 40])
+def test_evidence_answers_within_the_pot_and_leave_the_pot_unchanged(pot_entries):
     engine = attending_engine(pot_size=256, keep=64)
     document = planted_document(600, at=431)
     pot = engine.read([document])
     keys_before = [k.clone() for k in pot.keys]
     origin_before = pot.origin.clone()
-    spans = find_evidence(engine, pot, "Where is it?", len(document), fetch_from(document), EvidenceConfig(), 8)
+    config = EvidenceConfig(pot_entries=pot_entries)
+    spans = find_evidence(engine, pot, "Where is it?", len(document), fetch_from(document), config, 8)
     assert spans and any(s.start <= 431 < s.end for s in spans)
-    assert sum(len(s) for s in spans) <= engine.evidence_room("Where is it?", 8, EvidenceConfig().max_spans)
+    assert sum(len(s) for s in spans) <= engine.evidence_room("Where is it?", 8, config.max_spans, pot_entries)
     lengths = record_cache_lengths(engine.model)
     stats = AnswerStats()
-    "".join(engine.answer(pot, "Where is it?", max_new_tokens=8, stats=stats, evidence=[s.ids for s in spans]))
+    evidence = [s.ids for s in spans]
+    "".join(
+        engine.answer(pot, "Where is it?", max_new_tokens=8, stats=stats, evidence=evidence, pot_entries=pot_entries)
+    )
     assert stats.new_tokens > 0
     assert max(lengths) <= engine.config.pot_size
     assert all(torch.equal(a, b) for a, b in zip(keys_before, pot.keys, strict=True))
@@ -165,6 +172,68 @@ def test_evidence_is_read_after_the_pot_exactly_as_a_full_context_would_read_it(
     expected = reference_greedy(engine, full, 12)
     assert stats.token_ids == expected[: len(stats.token_ids)]
     assert stats.token_ids  # something was answered
+
+
+def test_passages_read_alone_answer_as_plain_greedy_over_the_opening_the_passages_and_the_question():
+    """pot_entries 0: the pot only chose the passages; the answer is a full-KV answer to the template's opening, the
+    passages and the question, whatever the pot holds (here a pot compressed several times)."""
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96, forward_tokens=37))
+    document = random_ids(900, seed=12)
+    pot = engine.read([document])
+    assert pot.cycles > 2
+    evidence = [document[100:140], document[400:450], document[650:690]]
+    stats = AnswerStats()
+    question = "What is the passkey?"
+    "".join(engine.answer(pot, question, max_new_tokens=10, stats=stats, evidence=evidence, pot_entries=0))
+    expected = reference_greedy(engine, engine.prefix_ids + engine.answer_prompt_ids(question, evidence), 10)
+    assert stats.token_ids and stats.token_ids == expected[: len(stats.token_ids)]
+    assert stats.answer_entries == len(engine.prefix_ids)  # none of the pot's entries
+    # the same spans after the whole pot answer from other keys and values
+    after_pot = AnswerStats()
+    "".join(engine.answer(pot, question, max_new_tokens=10, stats=after_pot, evidence=evidence[:1]))
+    assert after_pot.answer_entries > len(engine.prefix_ids)
+
+
+def test_passages_after_n_entries_follow_a_copy_of_the_pot_distilled_to_n():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96, forward_tokens=64))
+    document = random_ids(900, seed=13)
+    pot = engine.read([document])
+    keys_before = [k.clone() for k in pot.keys]
+    stats = AnswerStats()
+    evidence = [document[200:260]]
+    "".join(engine.answer(pot, "Why?", max_new_tokens=6, stats=stats, evidence=evidence, pot_entries=40))
+    assert stats.compressed_for_answer and stats.answer_entries == 40 and stats.answer_pot.entries == 40
+    assert all(torch.equal(a, b) for a, b in zip(keys_before, pot.keys, strict=True))
+    # no evidence (a document that fits, or no span found): the pot answers as it is, whatever pot_entries says
+    plain, default = AnswerStats(), AnswerStats()
+    "".join(engine.answer(pot, "Why?", max_new_tokens=6, stats=plain, pot_entries=0))
+    "".join(engine.answer(pot, "Why?", max_new_tokens=6, stats=default))
+    assert plain.answer_entries == default.answer_entries > len(engine.prefix_ids)
+    assert plain.token_ids == default.token_ids
+
+
+def test_the_room_for_passages_grows_with_fewer_pot_entries_before_them():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
+    rooms = [engine.evidence_room("Why?", 8, 4, entries) for entries in (None, 200, 60, 0)]
+    assert rooms[0] == rooms[1]  # a copy is never larger than |C| beside passages
+    assert rooms[0] < rooms[2] < rooms[3]
+    assert rooms[3] == 256 - len(engine.prefix_ids) - len(engine.question_ids("Why?")) - 8 - (
+        len(engine.evidence_opening_ids) + 3 * len(engine.evidence_gap_ids)
+    )
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "3"])
+def test_pot_entries_before_the_passages_are_checked(bad):
+    with pytest.raises(ValueError, match="pot entries before the passages must be 0 or more"):
+        EvidenceConfig(pot_entries=bad)
+
+
+def test_pot_entries_are_parsed_from_a_users_words():
+    assert parse_pot_entries("all") is None and parse_pot_entries(" ALL ") is None
+    assert parse_pot_entries("0") == 0 and parse_pot_entries("512") == 512
+    for bad in ("-3", "half", "", "1.5"):
+        with pytest.raises(ValueError, match="must be 'all' or a whole number"):
+            parse_pot_entries(bad)
 
 
 def test_a_document_that_fits_the_pot_has_no_evidence_to_add():
@@ -331,3 +400,21 @@ def test_a_summary_is_stored_and_given_again_until_a_new_one_is_asked_for(
     assert service.library.files.summary(service.find_document(str(path)).id).is_file()
     service.delete(str(path))
     assert not list((infinipot_home / "summaries").glob("*.json"))
+
+
+@pytest.mark.parametrize(("pot_entries", "held"), [(None, True), (0, False), (40, False)])
+def test_a_span_in_the_pots_tail_is_read_unless_the_whole_pot_precedes_the_spans(pot_entries, held):
+    """The pot's verbatim tail is in the answer's context only after the whole pot; after the opening alone or a
+    distilled copy, the question's words found there must be read like any other span."""
+    engine = attending_engine(pot_size=256, keep=64)
+    question = "Where is the lighthouse?"
+    document = planted_document(600, at=131)
+    _, question_ids = engine.question_parts(question)
+    document[580 : 580 + len(question_ids)] = question_ids  # the question's own words, in the verbatim tail
+    pot = engine.read([document])
+    assert verbatim_tail_start(pot) < 580
+    config = EvidenceConfig(pot_entries=pot_entries, ranking="words")
+    spans = find_evidence(engine, pot, question, len(document), fetch_from(document), config, 8)
+    tail = [s for s in spans if s.start <= 580 < s.end]
+    assert tail and all(s.held == held for s in tail)
+    assert (tail[0].ids in spans_to_read(spans)) != held

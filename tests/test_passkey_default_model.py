@@ -2,7 +2,8 @@
 
 A 5-digit key hidden at depths 0.1, 0.5 and 0.9 of a 16K-token essay document is read into the default 4K
 pot (seven compressions) and asked for in the default answer mode, `evidence`: the pot points to the spans
-the question attends to and the spans are read right before the question. Answered from the whole pot, this
+the question attends to and the spans are read right before the question (after what EvidenceConfig's default
+puts before them). Answered from the whole pot, this
 135M model misses keys that sit ~2K entries before the question (docs/benchmarks.md, "Passkey retrieval").
 Three keys per depth, the bench's first three (seed 0); reads of a depth share the haystack before the
 needle, as in the bench (~6 separate reads, a few minutes on CPU). The focused copy (`ask --focus 1024`)
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from infinipot.app.bench.niah import NiahSettings, run
+from infinipot.app.bench.niah import NiahSettings, evidence_key, run
 from infinipot.core.config import PotConfig
+from infinipot.core.evidence import EvidenceConfig
 from infinipot.core.model import ModelSpec, load_model
 
 pytestmark = pytest.mark.integration
@@ -31,8 +33,9 @@ def test_the_default_model_finds_a_16k_passkey_at_every_depth_from_a_4k_pot(tmp_
         methods=("infinipot",),
         out=tmp_path / "niah",
         focus=1024,
-        evidence=True,
+        evidence_pots=(EvidenceConfig().pot_entries,),  # the default: what `ask` reads the spans after
     )
+    key = evidence_key(EvidenceConfig().pot_entries)
     records = run(settings, loaded, log=lambda line: None)
     assert len(records) == 9
     pot_size = PotConfig().pot_size
@@ -40,8 +43,8 @@ def test_the_default_model_finds_a_16k_passkey_at_every_depth_from_a_4k_pot(tmp_
         assert record["cycles"] >= 6 and record["peak_entries"] <= pot_size, record
         assert record["key_kept"] == 1.0, record  # every layer and KV head still held the whole key
         assert record["focus_entries"] == 1024
-        assert record["evidence_holds_key"], record  # the spans the pot pointed to hold the key
-    found = {depth: [r["evidence_found"] for r in records if r["depth"] == depth] for depth in DEPTHS}
+        assert record[f"{key}_holds_key"], record  # the spans the pot pointed to hold the key
+    found = {depth: [r[f"{key}_found"] for r in records if r["depth"] == depth] for depth in DEPTHS}
     print("focused answers:", [(r["depth"], r["key"], r["focus_answer"]) for r in records])  # pytest -s
-    print("evidence answers:", [(r["depth"], r["key"], r["evidence_answer"]) for r in records])
+    print("evidence answers:", [(r["depth"], r["key"], r[f"{key}_answer"]) for r in records])
     assert all(sum(hits) >= 2 for hits in found.values()), found

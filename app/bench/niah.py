@@ -30,7 +30,7 @@ from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
-from infinipot.core.evidence import EvidenceConfig, find_evidence, spans_to_read
+from infinipot.core.evidence import EvidenceConfig, find_evidence, parse_pot_entries, spans_to_read
 from infinipot.core.pot import Pot
 from infinipot.core.scorers import make_scorer
 
@@ -56,8 +56,10 @@ class NiahSettings:
     cap: str = "general"
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
     focus: int | None = None
-    # Also answer every trial in answer mode `evidence`: the pot plus the document spans the question points to.
-    evidence: bool = False
+    # Also answer every trial in answer mode `evidence` (the document spans the question points to), once per
+    # value here of what the spans are read after (EvidenceConfig.pot_entries: None the whole pot, 0 the chat
+    # template's opening alone, N a copy distilled to N entries). Empty: no evidence answers.
+    evidence_pots: tuple[int | None, ...] = ()
     nuc_unit: str = PotConfig.nuc_unit  # validated by PotConfig, which main() builds for every method first
     # The remaining suspects the issue names for a missed key, for ablations: alpha, sinks and CR-RoPE.
     nuc_ratio: float = PotConfig.nuc_ratio
@@ -104,7 +106,9 @@ class NiahSettings:
             # only when not the default, so folders written before this setting existed still resume
             **({"cap": self.cap} if self.cap != "general" else {}),
             **({"focus": self.focus} if self.focus is not None else {}),
-            **({"evidence": True} if self.evidence else {}),
+            # folders from before the choice of what the passages follow answered after the whole pot
+            **({"evidence": True} if self.evidence_pots == (None,) else {}),
+            **({"evidence_pots": list(self.evidence_pots)} if self.evidence_pots not in ((), (None,)) else {}),
             # recorded unless "word": folders written before the setting existed were read per word
             **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
             **({"nuc_ratio": self.nuc_ratio} if self.nuc_ratio != PotConfig.nuc_ratio else {}),
@@ -112,8 +116,18 @@ class NiahSettings:
             **({"cr_rope": False} if not self.cr_rope else {}),
         }
 
-    def evidence_label(self, method: str) -> str:
-        return f"{method}+evidence"
+    def evidence_label(self, method: str, pot_entries: int | None) -> str:
+        """`+evidence`: the passages alone (the default); `+evidence+pot`: after the whole pot; `+evidence+potN`."""
+        after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
+        return f"{method}+evidence{after}"
+
+
+def evidence_key(pot_entries: int | None) -> str:
+    """The prefix of a record's keys for evidence answers after `pot_entries` (`evidence_found`, ...): records
+    from before the choice existed answered after the whole pot and keep their plain `evidence_` keys."""
+    return (
+        "evidence" if pot_entries is None else ("evidence_alone" if pot_entries == 0 else f"evidence_pot{pot_entries}")
+    )
 
     def focus_label(self, method: str) -> str:
         """The report's name for a method's focused answers."""
@@ -216,20 +230,23 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
             "focus_found": found_key(answer, trial.key),
             "focus_entries": focused.answer_entries,
         }
-    if settings.evidence:  # the same pot, plus the document spans the question points to (core.evidence)
+    for pot_entries in settings.evidence_pots:  # the document spans the question points to (core.evidence)
         fetch = lambda start, end: trial.document[start:end]  # noqa: E731
-        spans = find_evidence(
-            engine, pot, QUESTION, len(trial.document), fetch, EvidenceConfig(), settings.max_new_tokens
-        )
+        config = EvidenceConfig(pot_entries=pot_entries)
+        spans = find_evidence(engine, pot, QUESTION, len(trial.document), fetch, config, settings.max_new_tokens)
         cited = AnswerStats()
         evidence = spans_to_read(spans)
-        answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, cited, evidence=evidence)).strip()
+        pieces = engine.answer(
+            pot, QUESTION, settings.max_new_tokens, cited, evidence=evidence, pot_entries=pot_entries
+        )
+        answer = "".join(pieces).strip()
+        key = evidence_key(pot_entries)
         outcome |= {
-            "evidence_answer": answer,
-            "evidence_found": found_key(answer, trial.key),
-            "evidence_tokens": sum(len(ids) for ids in evidence),
-            "evidence_holds_key": any(_holds(span.ids, trial) for span in spans),
-            "evidence_ttft_seconds": round(cited.ttft_seconds or 0.0, 3),
+            f"{key}_answer": answer,
+            f"{key}_found": found_key(answer, trial.key),
+            f"{key}_tokens": sum(len(ids) for ids in evidence),
+            f"{key}_holds_key": any(_holds(span.ids, trial) for span in spans),
+            f"{key}_ttft_seconds": round(cited.ttft_seconds or 0.0, 3),
         }
     return outcome
 
@@ -291,8 +308,9 @@ def _shown(outcome: dict) -> str:
     shown = "found" if outcome["found"] else "missed"
     if "focus_found" in outcome:
         shown += ", focused: " + ("found" if outcome["focus_found"] else "missed")
-    if "evidence_found" in outcome:
-        shown += ", evidence: " + ("found" if outcome["evidence_found"] else "missed")
+    for name, value in outcome.items():
+        if name.startswith("evidence") and name.endswith("_found"):
+            shown += f", {name[: -len('_found')].replace('_', ' ')}: " + ("found" if value else "missed")
     return shown
 
 
@@ -307,12 +325,13 @@ def write_reports(settings: NiahSettings, records: list[dict]) -> list[Path]:
             for r in records
             if "focus_found" in r
         ]
-    if settings.evidence:  # so are answers with evidence
-        labels += [settings.evidence_label(m) for m in settings.methods]
+    for pot_entries in settings.evidence_pots:  # so are answers with evidence, one label per setting
+        key = evidence_key(pot_entries)
+        labels += [settings.evidence_label(m, pot_entries) for m in settings.methods]
         records = records + [
-            {**r, "method": settings.evidence_label(r["method"]), "found": r["evidence_found"]}
+            {**r, "method": settings.evidence_label(r["method"], pot_entries), "found": r[f"{key}_found"]}
             for r in records
-            if "evidence_found" in r
+            if f"{key}_found" in r
         ]
     summary = report.niah_summary(records, labels, settings.lengths, settings.depths)
     paths = [
@@ -347,7 +366,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--evidence",
         action="store_true",
-        help="also answer each trial with evidence spans (ask --answer-from evidence)",
+        help="also answer each trial with evidence spans (ask --answer-from evidence, its default settings)",
+    )
+    parser.add_argument(
+        "--evidence-pot",
+        default=None,
+        help="also answer with evidence spans read after this many pot entries, comma-separated: 0 the passages "
+        "alone, all the whole pot, N a question-distilled copy (implies --evidence)",
     )
     parser.add_argument(
         "--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS, help="what NuC scores (as in `read`)"
@@ -377,12 +402,25 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         dtype=resolved_dtype(args),
         cap=args.cap,
         focus=args.focus,
-        evidence=args.evidence,
+        evidence_pots=evidence_pots(args),
         nuc_unit=args.nuc_unit,
         nuc_ratio=args.nuc_ratio,
         sinks=args.sinks,
         cr_rope=not args.no_cr_rope,
     )
+
+
+def evidence_pots(args: argparse.Namespace) -> tuple[int | None, ...]:
+    """What evidence answers follow, from --evidence-pot, or the default alone with --evidence."""
+    if args.evidence_pot is None:
+        return (EvidenceConfig().pot_entries,) if args.evidence else ()
+    try:
+        pots = tuple(parse_pot_entries(part) for part in args.evidence_pot.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"--evidence-pot takes 'all' or whole numbers of entries, got {args.evidence_pot!r}") from None
+    if not pots:
+        raise ValueError("--evidence-pot needs at least one value")
+    return tuple(dict.fromkeys(pots))
 
 
 def main(args: argparse.Namespace) -> int:

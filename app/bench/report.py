@@ -88,8 +88,10 @@ def niah_table(cells: list[dict], settings, labels) -> str:
         )
         + (
             " `+evidence`: the same pots answered with the document spans that the question's attention over the "
-            "pot and its words in the document rank best, read verbatim after the pot (`ask --answer-from evidence`)."
-            if settings.evidence
+            "pot and its words in the document rank best (`ask --answer-from evidence`), read verbatim after the "
+            "chat template's opening alone; `+evidence+pot`: read after the whole pot; `+evidence+potN`: after a "
+            "copy of the pot distilled to N entries with the question."
+            if settings.evidence_pots
             else ""
         ),
         "",

@@ -8,7 +8,7 @@ import argparse
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.decoding import DecodingConfig
-from infinipot.core.evidence import RANKINGS, EvidenceConfig
+from infinipot.core.evidence import RANKINGS, EvidenceConfig, parse_pot_entries
 from infinipot.core.precision import DTYPES
 from infinipot.core.scorers import METHODS
 
@@ -146,7 +146,23 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         help="evidence: what finds the passages: the question's attention over the pot, the question's words in the "
         f"whole document, or both fused ({EVIDENCE.ranking})",
     )
+    parser.add_argument(
+        "--evidence-pot",
+        type=pot_entries_argument,
+        default=EVIDENCE.pot_entries,
+        metavar="N|all",
+        help="evidence: pot entries the passages are read after: 0 the passages alone (the template's opening "
+        "only), all the whole pot, N a copy distilled to N entries with the question "
+        f"({'all' if EVIDENCE.pot_entries is None else EVIDENCE.pot_entries})",
+    )
     add_decoding_options(parser)
+
+
+def pot_entries_argument(text: str) -> int | None:
+    try:
+        return parse_pot_entries(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def answer_settings(args: argparse.Namespace) -> AnswerSettings:
@@ -155,5 +171,7 @@ def answer_settings(args: argparse.Namespace) -> AnswerSettings:
         answer_from=answer_from,
         focus_entries=ANSWER.focus_entries if args.focus is None else args.focus,
         decoding=decoding_config(args),
-        evidence=EvidenceConfig(budget_tokens=args.evidence_tokens, ranking=args.evidence_ranking),
+        evidence=EvidenceConfig(
+            budget_tokens=args.evidence_tokens, ranking=args.evidence_ranking, pot_entries=args.evidence_pot
+        ),
     )

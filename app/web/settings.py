@@ -13,7 +13,7 @@ from infinipot.app.web.numbers import number, whole_number
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.errors import ModelError
-from infinipot.core.evidence import EvidenceConfig
+from infinipot.core.evidence import EvidenceConfig, parse_pot_entries
 from infinipot.core.gguf_models import check_is_gguf, names_gguf_file
 from infinipot.core.precision import check_dtype_name
 
@@ -112,6 +112,18 @@ RANKING_WORDS = {
 }
 
 
+def pot_entries_text(pot_entries: int | None) -> str:
+    """EvidenceConfig.pot_entries as the Settings field shows it."""
+    return "all" if pot_entries is None else str(pot_entries)
+
+
+def after_words(pot_entries: int | None) -> str:
+    """What evidence passages are read after, in plain words."""
+    if pot_entries is None:
+        return "after the whole memory pot"
+    return "on their own" if pot_entries == 0 else f"after {pot_entries:,} entries of the pot chosen by the question"
+
+
 @dataclass(frozen=True)
 class AnswerChoices:
     """The Answers group of the Settings tab as the form gives it (numbers may come as floats, or None when a
@@ -122,6 +134,8 @@ class AnswerChoices:
     answer_from: str = _ANSWERS.answer_from
     evidence_tokens: int = _ANSWERS.evidence.budget_tokens
     evidence_ranking: str = _ANSWERS.evidence.ranking
+    # "all" or a whole number, as the CLI's --evidence-pot takes it (core.evidence.parse_pot_entries)
+    evidence_pot: str = pot_entries_text(_ANSWERS.evidence.pot_entries)
     focus_entries: int = _ANSWERS.focus_entries
     temperature: float = _DECODING.temperature
     top_p: float = _DECODING.top_p
@@ -148,7 +162,9 @@ class AnswerChoices:
             focus_entries=whole_number("focused copy size", self.focus_entries),
             decoding=decoding,
             evidence=EvidenceConfig(
-                budget_tokens=whole_number("passages budget", self.evidence_tokens), ranking=self.evidence_ranking
+                budget_tokens=whole_number("passages budget", self.evidence_tokens),
+                ranking=self.evidence_ranking,
+                pot_entries=parse_pot_entries(str(self.evidence_pot if self.evidence_pot is not None else "")),
             ),
         )
 
@@ -159,7 +175,7 @@ class AnswerChoices:
         if settings.answer_from == "evidence":
             source += (
                 f" (up to {settings.evidence.budget_tokens:,} tokens of passages, found by "
-                f"{RANKING_WORDS[settings.evidence.ranking]})"
+                f"{RANKING_WORDS[settings.evidence.ranking]}, read {after_words(settings.evidence.pot_entries)})"
             )
         elif settings.answer_from == "focus":
             source += f" ({settings.focus_entries:,} entries)"

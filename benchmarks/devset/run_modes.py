@@ -55,12 +55,32 @@ CEILING = {"label": "c-answer-from-text (prompt_shapes.md)", "correct": 44.4, "n
 CEILING_PER_DOCUMENT = {"libtasn1": 43, "mime-spec": 43, "story": 64, "log": 25}
 
 
-def run_name(mode: str, budget: int | None) -> str:
-    return f"{mode}@{budget}" if mode == "evidence" else mode
+def run_name(mode: str, budget: int | None, pot_entries: int | None = None) -> str:
+    """`evidence@768` (the passages after the template's opening alone, EvidenceConfig.pot_entries 0),
+    `evidence@768+pot` (after the whole pot), `evidence@768+pot256` (after a copy distilled to 256 entries)."""
+    if mode != "evidence":
+        return mode
+    after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
+    return f"{mode}@{budget}{after}"
+
+
+def record_pot(record: dict) -> int | None:
+    """The record's EvidenceConfig.pot_entries; records made before the setting existed followed the whole pot."""
+    return record.get("pot_entries") if record["mode"] == "evidence" else None
+
+
+def record_run(record: dict) -> str:
+    return run_name(record["mode"], record.get("budget"), record_pot(record))
 
 
 def record_key(record: dict) -> tuple:
-    return (record["id"], record["mode"], record.get("budget") if record["mode"] == "evidence" else None)
+    evidence = record["mode"] == "evidence"
+    return (record["id"], record["mode"], record.get("budget") if evidence else None, record_pot(record))
+
+
+def parse_pot_entries(text: str) -> list[int | None]:
+    """`--evidence-pot`: comma-separated entries before the passages, `all` for the whole pot."""
+    return [None if part.strip() == "all" else int(part) for part in text.split(",") if part.strip()]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -145,7 +165,7 @@ def pick_questions(questions: list[dict], per_document: int | None, ids: set[str
     return chosen
 
 
-def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple[str, int | None]]) -> dict:
+def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple[str, int | None, int | None]]) -> dict:
     import torch
 
     torch.set_num_threads(args.threads)
@@ -155,6 +175,7 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
     from infinipot.app.service import DocumentService
     from infinipot.core.config import PotConfig
     from infinipot.core.evidence import EvidenceConfig
+    from infinipot.core.precision import dtype_name
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -169,7 +190,12 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
     for question in questions:
         by_document.setdefault(question["document"], []).append(question)
     for document, items in by_document.items():
-        todo = [(mode, budget, q) for mode, budget in runs for q in items if (q["id"], mode, budget) not in done]
+        todo = [
+            (mode, budget, pot, q)
+            for mode, budget, pot in runs
+            for q in items
+            if (q["id"], mode, budget, pot) not in done
+        ]
         if not todo:
             print(f"{document}: all {len(items) * len(runs)} answers already in {records_path}", flush=True)
             continue
@@ -179,6 +205,7 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
         read_seconds = time.perf_counter() - began
         reused = bool(getattr(report, "reused", False))
         print(f"{document}: pot {report.doc_id} ({read_seconds:.1f} s{', reused' if reused else ''})", flush=True)
+        dtype = dtype_name(service.open_pot(report.doc_id).engine.loaded.dtype)
         if not reused or document not in reads:
             reads[document] = {"doc_id": report.doc_id, "seconds": round(read_seconds, 1), "reused": reused}
             for name in ("tokens", "document_tokens", "entries", "pot_entries"):
@@ -186,8 +213,8 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
                 if isinstance(value, int | float):
                     reads[document][name] = value
             reads_path.write_text(json.dumps(reads, indent=2) + "\n", encoding="utf-8")
-        for mode, budget, question in todo:
-            evidence = EvidenceConfig(budget_tokens=budget or DEFAULT_BUDGET)
+        for mode, budget, pot_entries, question in todo:
+            evidence = EvidenceConfig(budget_tokens=budget or DEFAULT_BUDGET, pot_entries=pot_entries)
             settings = AnswerSettings(answer_from=mode, evidence=evidence, decoding=decoding)
             began = time.perf_counter()
             try:
@@ -196,13 +223,14 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
             except Exception as exc:  # noqa: BLE001 - recorded, retried on the next run
                 errors += 1
                 message = f"{type(exc).__name__}: {exc}"
-                print(f"  {question['id']} {run_name(mode, budget)}: ERROR {message}", flush=True)
+                print(f"  {question['id']} {run_name(mode, budget, pot_entries)}: ERROR {message}", flush=True)
                 append_jsonl(
                     errors_path,
                     {
                         "id": question["id"],
                         "mode": mode,
                         "budget": budget,
+                        "pot_entries": pot_entries,
                         "error": message,
                         "traceback": traceback.format_exc(),
                         "at": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -219,7 +247,8 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
                 "document": document,
                 "mode": mode,
                 "budget": budget,
-                "run": run_name(mode, budget),
+                "pot_entries": pot_entries,
+                "run": run_name(mode, budget, pot_entries),
                 "question": question["question"],
                 "answer": answer,
                 "ttft_seconds": None if stats.first_token_seconds is None else round(stats.first_token_seconds, 3),
@@ -236,6 +265,7 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
                 "citations": citations,
                 "pot_reused": pot_reused,
                 "threads": args.threads,
+                "dtype": dtype,
                 "code": code,
             }
             append_jsonl(records_path, record)
@@ -272,26 +302,33 @@ def _squash(text: str, limit: int | None = None) -> str:
     return text or "(empty)"
 
 
-def _sort_runs(names) -> list[str]:
-    def key(name: str):
-        mode, _, budget = name.partition("@")
-        return (MODES.index(mode) if mode in MODES else 9, int(budget) if budget else 0)
+def _run_order(record: dict) -> tuple:
+    mode, pot = record["mode"], record_pot(record)
+    return (MODES.index(mode) if mode in MODES else 9, -1 if pot is None else pot, record.get("budget") or 0)
 
-    return sorted(names, key=key)
+
+def _sort_runs(records: list[dict]) -> list[str]:
+    """The runs of these records, by mode, then what the passages follow, then budget."""
+    firsts: dict[str, dict] = {}
+    for record in records:
+        firsts.setdefault(record_run(record), record)
+    return sorted(firsts, key=lambda name: _run_order(firsts[name]))
 
 
 def summary_rows(scored: list[dict]) -> list[dict]:
     groups: dict[str, list[dict]] = {}
     for record in scored:
+        record["run"] = record_run(record)
         groups.setdefault(record["run"], []).append(record)
     rows = []
-    for name in _sort_runs(groups):
+    for name in _sort_runs(scored):
         items = groups[name]
         rows.append(
             {
                 "run": name,
                 "mode": items[0]["mode"],
                 "budget": items[0].get("budget"),
+                "pot_entries": record_pot(items[0]),
                 "n": len(items),
                 "evidence_recall": _pct([bool(r["evidence"]) for r in items if r.get("evidence") is not None]),
                 "evidence_right": sum(bool(r["evidence"]) for r in items),
@@ -346,31 +383,44 @@ def per_document_table(scored: list[dict], runs: list[str]) -> list[str]:
     return lines
 
 
+def _after_words(pot_entries: int | None) -> str:
+    return "after the whole pot" if pot_entries is None else ("alone" if pot_entries == 0 else f"after {pot_entries}")
+
+
 def plot_budgets(rows: list[dict], path: Path) -> bool:
-    points = sorted(
-        (r for r in rows if r["mode"] == "evidence" and r["median_ttft"] is not None), key=lambda r: r["budget"]
-    )
-    if not points:
+    evidence = [r for r in rows if r["mode"] == "evidence" and r["median_ttft"] is not None]
+    if not evidence:
         return False
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x = [r["median_ttft"] for r in points]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    ax.plot(x, [r["correct"] for r in points], "o-", label="correct %")
-    ax.plot(x, [r["evidence_recall"] for r in points], "s--", label="evidence recall %")
-    # budgets with the same scores (the same spans: the budget above what max_spans can fill) share one label
-    groups: dict[tuple, list[dict]] = {}
-    for r in points:
-        groups.setdefault((r["correct"], r["evidence_recall"]), []).append(r)
-    for same in groups.values():
-        label = " / ".join(str(r["budget"]) for r in same)
-        ttft = min(r["median_ttft"] for r in same)
-        first = same[0]
-        ax.annotate(label, (ttft, first["correct"]), textcoords="offset points", xytext=(-10, -14), fontsize=8)
-        ax.annotate(label, (ttft, first["evidence_recall"]), textcoords="offset points", xytext=(-10, 6), fontsize=8)
+    curves: dict[int | None, list[dict]] = {}
+    for r in evidence:
+        curves.setdefault(r["pot_entries"], []).append(r)
+    for pot_entries, points in curves.items():
+        points = sorted(points, key=lambda r: r["budget"])
+        x = [r["median_ttft"] for r in points]
+        after = _after_words(pot_entries)
+        line = ax.plot(x, [r["correct"] for r in points], "o-", label=f"correct %, passages {after}")[0]
+        ax.plot(
+            x,
+            [r["evidence_recall"] for r in points],
+            "s--",
+            color=line.get_color(),
+            alpha=0.5,
+            label=f"evidence recall %, passages {after}",
+        )
+        for r in points:
+            ax.annotate(
+                str(r["budget"]),
+                (r["median_ttft"], r["correct"]),
+                textcoords="offset points",
+                xytext=(-10, -14),
+                fontsize=8,
+            )
     for r in rows:
         if r["mode"] != "evidence" and r["median_ttft"] is not None:
             ax.plot([r["median_ttft"]], [r["correct"]], "x", markersize=9, label=f"{r['run']} correct %")
@@ -378,7 +428,7 @@ def plot_budgets(rows: list[dict], path: Path) -> bool:
     ax.set_xlabel("median seconds to first token")
     ax.set_ylabel("% of questions")
     ax.set_ylim(0, 100)
-    ax.set_title(f"Evidence mode: budget (tokens) vs accuracy and time to first token (n={points[0]['n']})")
+    ax.set_title(f"Evidence mode: budget (tokens) vs accuracy and time to first token (n={evidence[0]['n']})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -390,7 +440,17 @@ def plot_budgets(rows: list[dict], path: Path) -> bool:
 def wrong_examples(scored: list[dict], questions: dict[str, dict], limit: int = 5) -> list[str]:
     """Wrong evidence-mode answers at the default budget: misses of retrieval (the snippets lack the answer)
     and of reading (they hold it), interleaved so both kinds show."""
-    wrong = [r for r in scored if r["mode"] == "evidence" and r.get("budget") == DEFAULT_BUDGET and not r["correct"]]
+    from infinipot.core.evidence import EvidenceConfig
+
+    default_pot = EvidenceConfig().pot_entries
+    wrong = [
+        r
+        for r in scored
+        if r["mode"] == "evidence"
+        and r.get("budget") == DEFAULT_BUDGET
+        and record_pot(r) == default_pot
+        and not r["correct"]
+    ]
     if not wrong:
         wrong = [r for r in scored if r["mode"] == "evidence" and not r["correct"]]
     held = [r for r in wrong if r["evidence"]]
@@ -459,7 +519,13 @@ def every_answer(scored: list[dict], questions: list[dict], runs: list[str]) -> 
 
 
 def best_budget(rows: list[dict]) -> str:
-    points = sorted((r for r in rows if r["mode"] == "evidence"), key=lambda r: r["budget"])
+    """The cheapest budget near the best accuracy, among the runs that follow what EvidenceConfig's default does."""
+    from infinipot.core.evidence import EvidenceConfig
+
+    default_pot = EvidenceConfig().pot_entries
+    points = sorted(
+        (r for r in rows if r["mode"] == "evidence" and r["pot_entries"] == default_pot), key=lambda r: r["budget"]
+    )
     if len(points) < 2:
         return "Only one budget measured so far."
     top = max(r["correct"] for r in points)
@@ -495,7 +561,8 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
         "API (`DocumentService.ask(doc_id, question, AnswerSettings(answer_from=mode, evidence=EvidenceConfig("
         "budget_tokens=b)), record=False)`), the document read once into the default 4,096-entry pot",
         "(`PotConfig()`), the bundled SmolLM2-135M, the default decoding (greedy, at most 256 new tokens, no-repeat",
-        "4-gram, stop on repeat), float32 on CPU. Scored with `score.py` (`score_records`).",
+        f"4-gram, stop on repeat), {', '.join(sorted({r.get('dtype', 'float32') for r in records}))} on CPU "
+        "(`--dtype auto`; records before it existed ran float32). Scored with `score.py` (`score_records`).",
         "",
         "- **evidence recall**: share of questions where one cited snippet holds an accepted answer or the evidence",
         "  quote (`score.evidence_holds`). Evidence mode: the snippets are the document spans read into the answer's",
@@ -556,7 +623,7 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
         ]
     versions: dict[str, dict[str, int]] = {}
     for r in records:
-        counts = versions.setdefault(r.get("run") or run_name(r["mode"], r.get("budget")), {})
+        counts = versions.setdefault(record_run(r), {})
         counts[r.get("code", "?")] = counts.get(r.get("code", "?"), 0) + 1
     lines += [
         "## Code versions",
@@ -566,7 +633,7 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
         "",
         "| run | code hash: records |",
         "|---|---|",
-        *[f"| {name} | {', '.join(f'{h}: {n}' for h, n in versions[name].items())} |" for name in _sort_runs(versions)],
+        *[f"| {name} | {', '.join(f'{h}: {n}' for h, n in versions[name].items())} |" for name in _sort_runs(records)],
         "",
     ]
     for archived in sorted(args.out.glob("modes-code-*.jsonl")):
@@ -588,7 +655,7 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
     if errors:
         lines += ["## Errors (answers that raised; asked again on the next run)", ""]
         for e in errors:
-            lines.append(f"- {e['id']} {run_name(e['mode'], e.get('budget'))} at {e.get('at')}: `{e['error']}`")
+            lines.append(f"- {e['id']} {record_run(e)} at {e.get('at')}: `{e['error']}`")
         lines.append("")
     lines += [
         "## Wrong evidence-mode answers: retrieval or reading?",
@@ -610,6 +677,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--budgets", default=str(DEFAULT_BUDGET), help="evidence budgets, comma-separated")
+    parser.add_argument(
+        "--evidence-pot",
+        default="0",
+        help="evidence: pot entries the passages follow (EvidenceConfig.pot_entries), comma-separated; all: whole pot",
+    )
     parser.add_argument("--questions", type=int, default=None, help="first N questions of each document")
     parser.add_argument("--ids", default="", help="only these question ids, comma-separated")
     parser.add_argument("--threads", type=int, default=1)
@@ -621,7 +693,13 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
     budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
-    runs = [(m, b) for m in modes for b in (budgets if m == "evidence" else [None])]
+    pots = parse_pot_entries(args.evidence_pot)
+    runs = [
+        (m, b, p)
+        for m in modes
+        for b in (budgets if m == "evidence" else [None])
+        for p in (pots if m == "evidence" else [None])
+    ]
 
     meta_path = args.out / "modes-meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}

@@ -230,6 +230,14 @@ class InfiniPotApp:
                     "(default) · attention: only where the pot looks · words: only the question's words",
                     elem_id="ip-evidence-ranking",
                 )
+                c.evidence_pot = gr.Textbox(
+                    value=defaults["evidence_pot"],
+                    label="Passages read after (pot entries)",
+                    info="0: the passages on their own, the pot only finds them (default; the small model reads "
+                    "them best so) · all: after the whole pot · a number: after a copy of the pot distilled to "
+                    "that many entries with the question",
+                    elem_id="ip-evidence-pot",
+                )
                 c.focus_entries = gr.Number(
                     label="Size of the question-focused copy (entries)",
                     info="focus mode: entries kept when the pot is distilled with the question",
@@ -300,6 +308,7 @@ class InfiniPotApp:
             c.answer_from,
             c.evidence_tokens,
             c.evidence_ranking,
+            c.evidence_pot,
             c.focus_entries,
             c.temperature,
             c.top_p,

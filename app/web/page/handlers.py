@@ -36,6 +36,7 @@ ANSWER_NAMES = (
     "answer_from",
     "evidence_tokens",
     "evidence_ranking",
+    "evidence_pot",
     "focus_entries",
     "temperature",
     "top_p",
