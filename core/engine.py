@@ -18,6 +18,7 @@ from .model import LoadedModel
 from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
 from .reader import ContinualReader
+from .rerank import question_likelihoods
 from .scorers import make_scorer
 from .word_match import token_keys
 from .words import TokenBoundaries, token_boundaries
@@ -62,6 +63,7 @@ class Engine:
         self.catalyst_ids = self.request_ids(instruction)
         self.summary_instruction = texts["summary"]
         self.answer_template = texts["answer"]
+        self.rerank_request_ids = self.request_ids(texts["rerank"])
         self.evidence_opening_ids = encode(self.tokenizer, "\n\n")
         self.evidence_gap_ids = encode(self.tokenizer, "\n...\n")
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
@@ -147,6 +149,12 @@ class Engine:
         elif evidence and pot_entries is not None and pot_entries < pot.entries:
             focus = pot_entries
         return self._respond(pot, prompt, decoding, stats or AnswerStats(), focus, catalyst=request)
+
+    def question_likelihoods(self, spans: Sequence[Sequence[int]], question: str) -> list[float]:
+        """How likely the question is as the one each span alone answers: mean log-probability of its tokens
+        (core.rerank; higher is likelier)."""
+        _, question_ids = self.question_parts(question)
+        return question_likelihoods(self.model, self.opening_pot(), spans, self.rerank_request_ids, question_ids)
 
     def opening_pot(self) -> Pot:
         """A pot of the chat template's opening alone, before any document: what passages read without the

@@ -14,6 +14,7 @@ from infinipot.app.bench.results import length_label, parse_length
 from infinipot.app.cli import build_parser, main
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
+from infinipot.core.evidence import EvidenceConfig
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -233,3 +234,27 @@ def test_a_key_is_found_only_as_a_whole_number(answer, found):
     from infinipot.app.bench.needle import found_key
 
     assert found_key(answer, "91644") is found
+
+
+def test_bench_niah_answers_from_evidence_after_each_choice_of_context_and_reports_each(
+    capsys, tmp_path, tiny_model_dir
+):
+    out = tmp_path / "niah"
+    argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "600", "--depths", "0.5"]
+    argv += ["--trials", "2", "--methods", "infinipot", "--pot-size", "256", "--keep", "64", "--max-new-tokens", "3"]
+    argv += ["--evidence-pot", "0,all", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    header, *records = jsonl(out / "niah.jsonl")
+    assert header["settings"]["evidence_pots"] == [0, None]
+    assert header["settings"]["evidence_read_spans"] == EvidenceConfig().read_spans
+    for record in records:
+        for key in ("evidence_alone", "evidence"):  # the passages alone; after the whole pot
+            assert isinstance(record[f"{key}_found"], bool) and isinstance(record[f"{key}_answer"], str)
+            assert 0 < record[f"{key}_tokens"] and isinstance(record[f"{key}_holds_key"], bool)
+    table = (out / "niah.md").read_text()
+    assert "| infinipot+evidence |" in table and "| infinipot+evidence+pot |" in table
+    assert "read verbatim after the chat template's opening alone" in table
+    capsys.readouterr()
+    # `--evidence` alone is the default context only: other results than this folder holds
+    expect_one_line_error(capsys, [*argv[:-4], "--evidence", "--out", str(out)], "other settings")
+    expect_one_line_error(capsys, [*argv[:-4], "--evidence-pot", "half", "--out", str(out)], "--evidence-pot")

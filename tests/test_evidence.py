@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from helpers import record_cache_lengths, reference_greedy
+from helpers import expect_one_line_error, record_cache_lengths, reference_greedy
 from tiny_models import build_attending_model, random_ids, save_attending_model_folder, tiny_loaded, tiny_tokenizer
 
 from infinipot.app.ask.modes import AnswerSettings
@@ -23,6 +23,7 @@ from infinipot.core.evidence import (
     Span,
     choose_spans,
     find_evidence,
+    most_likely_spans,
     parse_pot_entries,
     ranked_buckets,
     spans_to_read,
@@ -418,3 +419,85 @@ def test_a_span_in_the_pots_tail_is_read_unless_the_whole_pot_precedes_the_spans
     tail = [s for s in spans if s.start <= 580 < s.end]
     assert tail and all(s.held == held for s in tail)
     assert (tail[0].ids in spans_to_read(spans)) != held
+
+
+# -- reranking the candidates by the question's likelihood (core.rerank) -----------------------------------
+
+
+def test_question_likelihoods_of_a_padded_batch_equal_a_plain_forward_over_each_span():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
+    spans = [random_ids(length, seed=20 + length) for length in (5, 31, 12, 47, 3, 22, 9, 40, 17)]  # 2 batches
+    question = "Who made the theodolite?"
+    scores = engine.question_likelihoods(spans, question)
+    _, question_ids = engine.question_parts(question)
+    expected = []
+    with torch.no_grad():
+        for span in spans:
+            ids = engine.prefix_ids + span + engine.rerank_request_ids + question_ids
+            logits = engine.model(torch.tensor([ids])).logits[0].float()  # (T, V)
+            logprobs = torch.log_softmax(logits[-len(question_ids) - 1 : -1], dim=-1)  # (q, V)
+            expected.append(logprobs.gather(1, torch.tensor(question_ids)[:, None]).mean().item())
+    assert scores == pytest.approx(expected, abs=1e-4)
+    assert len(set(round(s, 4) for s in scores)) > 1  # the spans are told apart
+
+
+class ScoredEngine:
+    """Stands in for Engine.question_likelihoods with a fixed score per span (its first token)."""
+
+    def __init__(self, scores: dict[int, float]) -> None:
+        self.scores = scores
+        self.asked: list[list[int]] = []
+
+    def question_likelihoods(self, spans, question):
+        self.asked.append([span[0] for span in spans])
+        return [self.scores[span[0]] for span in spans]
+
+
+def span_at(start: int, held: bool = False) -> Span:
+    return Span(start, start + 4, (start, start + 1, start + 2, start + 3), 0.1, start, held)
+
+
+def test_the_likeliest_spans_are_read_in_document_order_and_held_spans_stay_cited():
+    spans = [span_at(0), span_at(10), span_at(20), span_at(30), span_at(40, held=True)]
+    engine = ScoredEngine({0: -3.0, 10: -1.0, 20: -4.0, 30: -2.0})
+    kept = most_likely_spans(engine, spans, "Why?", 2)
+    assert [s.start for s in kept] == [10, 30, 40]  # the best two, in document order, and the held span
+    assert engine.asked == [[0, 10, 20, 30]]  # held spans are not scored: they are not read
+    assert most_likely_spans(engine, spans, "Why?", 0) == spans  # 0: every candidate
+    assert most_likely_spans(engine, spans, "Why?", 4) == spans  # no more candidates than that: nothing to score
+    assert len(engine.asked) == 1
+
+
+def test_find_evidence_reads_only_the_spans_the_question_is_likeliest_after():
+    engine = attending_engine(pot_size=256, keep=64)
+    document = planted_document(900, at=431)
+    pot = engine.read([document])
+    question = "Where is it?"
+    small = {"bucket_tokens": 8, "max_span_tokens": 16}  # many short candidates
+    every = find_evidence(engine, pot, question, 900, fetch_from(document), EvidenceConfig(read_spans=0, **small), 8)
+    read = find_evidence(engine, pot, question, 900, fetch_from(document), EvidenceConfig(read_spans=2, **small), 8)
+    assert len(every) > 2 and len(read) == 2
+    scores = engine.question_likelihoods([s.ids for s in every], question)
+    best = sorted(range(len(every)), key=lambda i: -scores[i])[:2]
+    assert [(s.start, s.end) for s in read] == sorted((every[i].start, every[i].end) for i in best)
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5])
+def test_spans_read_are_checked(bad):
+    with pytest.raises(ValueError, match="spans read must be 0"):
+        EvidenceConfig(read_spans=bad)
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--evidence-pot", "half"], "pot entries before the passages must be 'all' or a whole number"),
+        (["--evidence-spans", "-2"], "spans read must be 0 (every candidate) or more"),
+    ],
+)
+def test_impossible_evidence_settings_get_one_line_before_anything_is_read(
+    capsys, tmp_path, infinipot_home, flags, fragment
+):
+    path = needle_text(tmp_path / "notes.txt")
+    expect_one_line_error(capsys, ["ask", str(path), "What is the passkey?", *flags], fragment)
+    assert not (infinipot_home / "pots").exists() or not any((infinipot_home / "pots").rglob("*.safetensors"))

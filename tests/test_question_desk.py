@@ -108,6 +108,8 @@ def test_the_page_wires_the_question_features_and_stop_cancels_them(infinipot_ho
         "ip-answer-from",
         "ip-evidence-tokens",
         "ip-evidence-ranking",
+        "ip-evidence-pot",
+        "ip-evidence-spans",
         "ip-focus-entries",
         "ip-temperature",
         "ip-top-p",
@@ -168,7 +170,9 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
     for values in (
         answer_args(answer_from="pot", **sampled),
         answer_args(answer_from="focus", focus_entries=32, max_new_tokens=5),
-        answer_args(answer_from="evidence", evidence_tokens=100, max_new_tokens=5),
+        answer_args(
+            answer_from="evidence", evidence_tokens=100, evidence_pot="all", evidence_spans=2, max_new_tokens=5
+        ),
     ):
         *_, (history, _, chat, _) = handlers.ask(doc_id, QUESTION, chat, *values)
 
@@ -177,6 +181,7 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
         max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False
     )
     assert asked[1].focus_entries == 32 and asked[2].evidence.budget_tokens == 100
+    assert asked[2].evidence.pot_entries is None and asked[2].evidence.read_spans == 2
     # Recorded with each answer: the service's own record of the mode it answered in.
     records = workspace.service.messages(chat["conversation_id"])
     assert [m["meta"]["answer_from"] for m in records[1::2]] == ["pot", "focus", "evidence"]
@@ -196,6 +201,8 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
         ({"seed": 2.5}, "seed must be a whole number, got 2.5"),
         ({"evidence_tokens": 0}, "evidence budget must be at least 1 token, got 0"),
         ({"evidence_ranking": "bm25"}, "evidence ranking must be one of attention, words, both, got 'bm25'"),
+        ({"evidence_pot": "half"}, "pot entries before the passages must be 'all' or a whole number, got 'half'"),
+        ({"evidence_spans": -1}, "spans read must be 0 (every candidate) or more, got -1"),
         ({"focus_entries": 1}, "focus must be a whole number of entries above 1, got 1"),
         ({"max_new_tokens": "long"}, "answer length must be a whole number, got 'long'"),
         ({"answer_from": "memory"}, "answer from must be one of evidence, pot, focus, got 'memory'"),

@@ -109,6 +109,8 @@ class NiahSettings:
             # folders from before the choice of what the passages follow answered after the whole pot
             **({"evidence": True} if self.evidence_pots == (None,) else {}),
             **({"evidence_pots": list(self.evidence_pots)} if self.evidence_pots not in ((), (None,)) else {}),
+            # folders from before reranking read every candidate span
+            **({"evidence_read_spans": EvidenceConfig().read_spans} if self.evidence_pots else {}),
             # recorded unless "word": folders written before the setting existed were read per word
             **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
             **({"nuc_ratio": self.nuc_ratio} if self.nuc_ratio != PotConfig.nuc_ratio else {}),
@@ -122,16 +124,17 @@ class NiahSettings:
         return f"{method}+evidence{after}"
 
 
+    def focus_label(self, method: str) -> str:
+        """The report's name for a method's focused answers."""
+        return f"{method}+focus{self.focus}"
+
+
 def evidence_key(pot_entries: int | None) -> str:
     """The prefix of a record's keys for evidence answers after `pot_entries` (`evidence_found`, ...): records
     from before the choice existed answered after the whole pot and keep their plain `evidence_` keys."""
     return (
         "evidence" if pot_entries is None else ("evidence_alone" if pot_entries == 0 else f"evidence_pot{pot_entries}")
     )
-
-    def focus_label(self, method: str) -> str:
-        """The report's name for a method's focused answers."""
-        return f"{method}+focus{self.focus}"
 
 
 @dataclass(frozen=True)

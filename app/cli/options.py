@@ -147,22 +147,22 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         f"whole document, or both fused ({EVIDENCE.ranking})",
     )
     parser.add_argument(
+        "--evidence-spans",
+        type=int,
+        default=EVIDENCE.read_spans,
+        metavar="N",
+        help="evidence: passages read, the N of the candidates after which the question is likeliest; 0 reads every "
+        f"candidate ({EVIDENCE.read_spans})",
+    )
+    parser.add_argument(
         "--evidence-pot",
-        type=pot_entries_argument,
-        default=EVIDENCE.pot_entries,
+        default="all" if EVIDENCE.pot_entries is None else str(EVIDENCE.pot_entries),
         metavar="N|all",
         help="evidence: pot entries the passages are read after: 0 the passages alone (the template's opening "
         "only), all the whole pot, N a copy distilled to N entries with the question "
         f"({'all' if EVIDENCE.pot_entries is None else EVIDENCE.pot_entries})",
     )
     add_decoding_options(parser)
-
-
-def pot_entries_argument(text: str) -> int | None:
-    try:
-        return parse_pot_entries(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def answer_settings(args: argparse.Namespace) -> AnswerSettings:
@@ -172,6 +172,9 @@ def answer_settings(args: argparse.Namespace) -> AnswerSettings:
         focus_entries=ANSWER.focus_entries if args.focus is None else args.focus,
         decoding=decoding_config(args),
         evidence=EvidenceConfig(
-            budget_tokens=args.evidence_tokens, ranking=args.evidence_ranking, pot_entries=args.evidence_pot
+            budget_tokens=args.evidence_tokens,
+            ranking=args.evidence_ranking,
+            pot_entries=parse_pot_entries(args.evidence_pot),
+            read_spans=args.evidence_spans,
         ),
     )

@@ -124,6 +124,11 @@ def after_words(pot_entries: int | None) -> str:
     return "on their own" if pot_entries == 0 else f"after {pot_entries:,} entries of the pot chosen by the question"
 
 
+def spans_words(read_spans: int) -> str:
+    """Which passages are read, in plain words."""
+    return "every one" if read_spans == 0 else f"the best {read_spans:,} by the question's likelihood"
+
+
 @dataclass(frozen=True)
 class AnswerChoices:
     """The Answers group of the Settings tab as the form gives it (numbers may come as floats, or None when a
@@ -136,6 +141,7 @@ class AnswerChoices:
     evidence_ranking: str = _ANSWERS.evidence.ranking
     # "all" or a whole number, as the CLI's --evidence-pot takes it (core.evidence.parse_pot_entries)
     evidence_pot: str = pot_entries_text(_ANSWERS.evidence.pot_entries)
+    evidence_spans: int = _ANSWERS.evidence.read_spans
     focus_entries: int = _ANSWERS.focus_entries
     temperature: float = _DECODING.temperature
     top_p: float = _DECODING.top_p
@@ -165,6 +171,7 @@ class AnswerChoices:
                 budget_tokens=whole_number("passages budget", self.evidence_tokens),
                 ranking=self.evidence_ranking,
                 pot_entries=parse_pot_entries(str(self.evidence_pot if self.evidence_pot is not None else "")),
+                read_spans=whole_number("passages read", self.evidence_spans),
             ),
         )
 
@@ -175,7 +182,8 @@ class AnswerChoices:
         if settings.answer_from == "evidence":
             source += (
                 f" (up to {settings.evidence.budget_tokens:,} tokens of passages, found by "
-                f"{RANKING_WORDS[settings.evidence.ranking]}, read {after_words(settings.evidence.pot_entries)})"
+                f"{RANKING_WORDS[settings.evidence.ranking]}, {spans_words(settings.evidence.read_spans)} read "
+                f"{after_words(settings.evidence.pot_entries)})"
             )
         elif settings.answer_from == "focus":
             source += f" ({settings.focus_entries:,} entries)"

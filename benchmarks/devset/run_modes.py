@@ -55,13 +55,14 @@ CEILING = {"label": "c-answer-from-text (prompt_shapes.md)", "correct": 44.4, "n
 CEILING_PER_DOCUMENT = {"libtasn1": 43, "mime-spec": 43, "story": 64, "log": 25}
 
 
-def run_name(mode: str, budget: int | None, pot_entries: int | None = None) -> str:
-    """`evidence@768` (the passages after the template's opening alone, EvidenceConfig.pot_entries 0),
-    `evidence@768+pot` (after the whole pot), `evidence@768+pot256` (after a copy distilled to 256 entries)."""
+def run_name(mode: str, budget: int | None, pot_entries: int | None = None, read_spans: int = 0) -> str:
+    """`evidence@768` (every candidate within the budget read after the template's opening alone,
+    EvidenceConfig.pot_entries 0), `evidence@768+pot` (after the whole pot), `evidence@768+pot256` (after a copy
+    distilled to 256 entries); `/read3`: only the 3 candidates the question is likeliest after are read."""
     if mode != "evidence":
         return mode
     after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
-    return f"{mode}@{budget}{after}"
+    return f"{mode}@{budget}{after}" + (f"/read{read_spans}" if read_spans else "")
 
 
 def record_pot(record: dict) -> int | None:
@@ -69,13 +70,19 @@ def record_pot(record: dict) -> int | None:
     return record.get("pot_entries") if record["mode"] == "evidence" else None
 
 
+def record_read(record: dict) -> int:
+    """The record's EvidenceConfig.read_spans; records made before reranking existed read every candidate (0)."""
+    return record.get("read_spans", 0) if record["mode"] == "evidence" else 0
+
+
 def record_run(record: dict) -> str:
-    return run_name(record["mode"], record.get("budget"), record_pot(record))
+    return run_name(record["mode"], record.get("budget"), record_pot(record), record_read(record))
 
 
 def record_key(record: dict) -> tuple:
     evidence = record["mode"] == "evidence"
-    return (record["id"], record["mode"], record.get("budget") if evidence else None, record_pot(record))
+    budget = record.get("budget") if evidence else None
+    return (record["id"], record["mode"], budget, record_pot(record), record_read(record))
 
 
 def parse_pot_entries(text: str) -> list[int | None]:
@@ -165,7 +172,9 @@ def pick_questions(questions: list[dict], per_document: int | None, ids: set[str
     return chosen
 
 
-def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple[str, int | None, int | None]]) -> dict:
+def answer_all(
+    args: argparse.Namespace, questions: list[dict], runs: list[tuple[str, int | None, int | None, int]]
+) -> dict:
     import torch
 
     torch.set_num_threads(args.threads)
@@ -191,10 +200,10 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
         by_document.setdefault(question["document"], []).append(question)
     for document, items in by_document.items():
         todo = [
-            (mode, budget, pot, q)
-            for mode, budget, pot in runs
+            (mode, budget, pot, read, q)
+            for mode, budget, pot, read in runs
             for q in items
-            if (q["id"], mode, budget, pot) not in done
+            if (q["id"], mode, budget, pot, read) not in done
         ]
         if not todo:
             print(f"{document}: all {len(items) * len(runs)} answers already in {records_path}", flush=True)
@@ -213,8 +222,10 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
                 if isinstance(value, int | float):
                     reads[document][name] = value
             reads_path.write_text(json.dumps(reads, indent=2) + "\n", encoding="utf-8")
-        for mode, budget, pot_entries, question in todo:
-            evidence = EvidenceConfig(budget_tokens=budget or DEFAULT_BUDGET, pot_entries=pot_entries)
+        for mode, budget, pot_entries, read_spans, question in todo:
+            evidence = EvidenceConfig(
+                budget_tokens=budget or DEFAULT_BUDGET, pot_entries=pot_entries, read_spans=read_spans
+            )
             settings = AnswerSettings(answer_from=mode, evidence=evidence, decoding=decoding)
             began = time.perf_counter()
             try:
@@ -223,7 +234,9 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
             except Exception as exc:  # noqa: BLE001 - recorded, retried on the next run
                 errors += 1
                 message = f"{type(exc).__name__}: {exc}"
-                print(f"  {question['id']} {run_name(mode, budget, pot_entries)}: ERROR {message}", flush=True)
+                print(
+                    f"  {question['id']} {run_name(mode, budget, pot_entries, read_spans)}: ERROR {message}", flush=True
+                )
                 append_jsonl(
                     errors_path,
                     {
@@ -231,6 +244,7 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
                         "mode": mode,
                         "budget": budget,
                         "pot_entries": pot_entries,
+                        "read_spans": read_spans,
                         "error": message,
                         "traceback": traceback.format_exc(),
                         "at": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -248,7 +262,8 @@ def answer_all(args: argparse.Namespace, questions: list[dict], runs: list[tuple
                 "mode": mode,
                 "budget": budget,
                 "pot_entries": pot_entries,
-                "run": run_name(mode, budget, pot_entries),
+                "read_spans": read_spans,
+                "run": run_name(mode, budget, pot_entries, read_spans),
                 "question": question["question"],
                 "answer": answer,
                 "ttft_seconds": None if stats.first_token_seconds is None else round(stats.first_token_seconds, 3),
@@ -304,7 +319,8 @@ def _squash(text: str, limit: int | None = None) -> str:
 
 def _run_order(record: dict) -> tuple:
     mode, pot = record["mode"], record_pot(record)
-    return (MODES.index(mode) if mode in MODES else 9, -1 if pot is None else pot, record.get("budget") or 0)
+    pot_order = -1 if pot is None else pot
+    return (MODES.index(mode) if mode in MODES else 9, pot_order, record_read(record), record.get("budget") or 0)
 
 
 def _sort_runs(records: list[dict]) -> list[str]:
@@ -329,6 +345,7 @@ def summary_rows(scored: list[dict]) -> list[dict]:
                 "mode": items[0]["mode"],
                 "budget": items[0].get("budget"),
                 "pot_entries": record_pot(items[0]),
+                "read_spans": record_read(items[0]),
                 "n": len(items),
                 "evidence_recall": _pct([bool(r["evidence"]) for r in items if r.get("evidence") is not None]),
                 "evidence_right": sum(bool(r["evidence"]) for r in items),
@@ -383,8 +400,9 @@ def per_document_table(scored: list[dict], runs: list[str]) -> list[str]:
     return lines
 
 
-def _after_words(pot_entries: int | None) -> str:
-    return "after the whole pot" if pot_entries is None else ("alone" if pot_entries == 0 else f"after {pot_entries}")
+def _curve_words(pot_entries: int | None, read_spans: int) -> str:
+    after = "after the whole pot" if pot_entries is None else ("alone" if pot_entries == 0 else f"after {pot_entries}")
+    return after + (f", best {read_spans} read" if read_spans else ", all read")
 
 
 def plot_budgets(rows: list[dict], path: Path) -> bool:
@@ -397,13 +415,13 @@ def plot_budgets(rows: list[dict], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    curves: dict[int | None, list[dict]] = {}
+    curves: dict[tuple, list[dict]] = {}
     for r in evidence:
-        curves.setdefault(r["pot_entries"], []).append(r)
-    for pot_entries, points in curves.items():
+        curves.setdefault((r["pot_entries"], r["read_spans"]), []).append(r)
+    for (pot_entries, read_spans), points in curves.items():
         points = sorted(points, key=lambda r: r["budget"])
         x = [r["median_ttft"] for r in points]
-        after = _after_words(pot_entries)
+        after = _curve_words(pot_entries, read_spans)
         line = ax.plot(x, [r["correct"] for r in points], "o-", label=f"correct %, passages {after}")[0]
         ax.plot(
             x,
@@ -449,6 +467,7 @@ def wrong_examples(scored: list[dict], questions: dict[str, dict], limit: int = 
         if r["mode"] == "evidence"
         and r.get("budget") == DEFAULT_BUDGET
         and record_pot(r) == default_pot
+        and record_read(r) == EvidenceConfig().read_spans
         and not r["correct"]
     ]
     if not wrong:
@@ -524,7 +543,14 @@ def best_budget(rows: list[dict]) -> str:
 
     default_pot = EvidenceConfig().pot_entries
     points = sorted(
-        (r for r in rows if r["mode"] == "evidence" and r["pot_entries"] == default_pot), key=lambda r: r["budget"]
+        (
+            r
+            for r in rows
+            if r["mode"] == "evidence"
+            and r["pot_entries"] == default_pot
+            and r["read_spans"] == EvidenceConfig().read_spans
+        ),
+        key=lambda r: r["budget"],
     )
     if len(points) < 2:
         return "Only one budget measured so far."
@@ -682,6 +708,12 @@ def main() -> None:
         default="0",
         help="evidence: pot entries the passages follow (EvidenceConfig.pot_entries), comma-separated; all: whole pot",
     )
+    parser.add_argument(
+        "--read-spans",
+        default="3",
+        help="evidence: candidates read after reranking by the question's likelihood (EvidenceConfig.read_spans), "
+        "comma-separated; 0: every candidate, unreranked",
+    )
     parser.add_argument("--questions", type=int, default=None, help="first N questions of each document")
     parser.add_argument("--ids", default="", help="only these question ids, comma-separated")
     parser.add_argument("--threads", type=int, default=1)
@@ -694,11 +726,13 @@ def main() -> None:
         parser.error(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
     budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     pots = parse_pot_entries(args.evidence_pot)
+    reads = [int(r) for r in args.read_spans.split(",") if r.strip()]
     runs = [
-        (m, b, p)
+        (m, b, p, r)
         for m in modes
         for b in (budgets if m == "evidence" else [None])
         for p in (pots if m == "evidence" else [None])
+        for r in (reads if m == "evidence" else [0])
     ]
 
     meta_path = args.out / "modes-meta.json"

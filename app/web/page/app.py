@@ -238,6 +238,14 @@ class InfiniPotApp:
                     "that many entries with the question",
                     elem_id="ip-evidence-pot",
                 )
+                c.evidence_spans = gr.Number(
+                    label="Passages read (the best of those found)",
+                    info="the passages found are ranked by how likely the question is after each one alone, and "
+                    "only this many are read (a small model reads a few best) · 0: every passage found",
+                    value=defaults["evidence_spans"],
+                    precision=0,
+                    elem_id="ip-evidence-spans",
+                )
                 c.focus_entries = gr.Number(
                     label="Size of the question-focused copy (entries)",
                     info="focus mode: entries kept when the pot is distilled with the question",
@@ -309,6 +317,7 @@ class InfiniPotApp:
             c.evidence_tokens,
             c.evidence_ranking,
             c.evidence_pot,
+            c.evidence_spans,
             c.focus_entries,
             c.temperature,
             c.top_p,

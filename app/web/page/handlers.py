@@ -37,6 +37,7 @@ ANSWER_NAMES = (
     "evidence_tokens",
     "evidence_ranking",
     "evidence_pot",
+    "evidence_spans",
     "focus_entries",
     "temperature",
     "top_p",
