@@ -32,9 +32,10 @@ FUSION_DEPTH = 10
 
 @dataclass(frozen=True)
 class EvidenceConfig:
-    # Document tokens read verbatim into the answer's context, all spans together. The default is chosen
-    # from the measured curve of accuracy against time to first token (benchmarks/devset/results/modes.md).
-    budget_tokens: int = 768
+    # Document tokens of the candidate spans, all together (the best `read_spans` of them are read). The default
+    # is chosen from the measured curve of accuracy against time to first token
+    # (benchmarks/devset/results/evidence-context/modes.md): with 12 spans at most, larger budgets find the same.
+    budget_tokens: int = 1024
     # Attention is summed over buckets of this many document tokens before ranking: one fact spreads its
     # attention over a few neighbouring tokens, and a bucket also ranks a sentence's tokens together.
     bucket_tokens: int = 64

@@ -48,7 +48,7 @@ RESULTS = Path(__file__).with_name("results")
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_HOME = Path("/tmp/ip-home-devset-modes")
 MODES = ("evidence", "pot", "focus")
-DEFAULT_BUDGET = 768
+DEFAULT_BUDGET = 1024
 CURVE_BUDGETS = (256, 512, 768, 1024, 1536)
 # The reading ceiling: layout c of prompt_shapes (the model handed the answer's own ~450-token passage).
 CEILING = {"label": "c-answer-from-text (prompt_shapes.md)", "correct": 44.4, "n": 54, "right": 24}
