@@ -261,7 +261,13 @@ class DocumentService:
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         stats.evidence_seconds = time.perf_counter() - started
         return engine.answer(
-            pot, question, decoding, stats, evidence=to_read, pot_entries=settings.evidence.pot_entries
+            pot,
+            question,
+            decoding,
+            stats,
+            evidence=to_read,
+            pot_entries=settings.evidence.pot_entries,
+            question_first=settings.evidence.question_first,
         )
 
     def summarize(

@@ -126,6 +126,7 @@ class Engine:
         max_new_tokens: int | None = None,
         evidence: Sequence[Sequence[int]] = (),
         pot_entries: int | None = None,
+        question_first: bool = False,
     ) -> Iterator[str]:
         """Stream the answer to `question` as text pieces; `pot` itself is left unchanged.
 
@@ -137,13 +138,13 @@ class Engine:
         question at fresh positions; the pot is distilled with the question as catalyst when they need room.
         `pot_entries` (with `evidence` only; core.evidence.EvidenceConfig.pot_entries): how much of the pot the
         spans follow: None all of it, 0 none (only the chat template's opening), N a copy distilled to N entries
-        with the question as catalyst.
+        with the question as catalyst. `question_first`: the question is also written before the spans.
         """
         if not question or not question.strip():
             raise ValueError("the question is empty")
         decoding = decoding_for(decoding, max_new_tokens)
         request = self.question_ids(question)
-        prompt = self.evidence_ids(evidence) + request
+        prompt = self.answer_prompt_ids(question, evidence, question_first)
         if evidence and pot_entries == 0:
             pot = self.opening_pot()
         elif evidence and pot_entries is not None and pot_entries < pot.entries:
@@ -163,15 +164,32 @@ class Engine:
             self._opening = self.read([])
         return self._opening
 
-    def answer_prompt_ids(self, question: str, evidence: Sequence[Sequence[int]] = ()) -> list[int]:
-        """Everything `answer` puts after the pot: the evidence block, then the question's request."""
-        return self.evidence_ids(evidence) + self.question_ids(question)
+    def answer_prompt_ids(
+        self, question: str, evidence: Sequence[Sequence[int]] = (), question_first: bool = False
+    ) -> list[int]:
+        """Everything `answer` puts after the pot: the evidence block (led by the question itself with
+        `question_first`), then the question's request."""
+        lead = self.question_lead_ids(question) if question_first else []
+        return self.evidence_ids(evidence, lead) + self.question_ids(question)
 
-    def evidence_room(self, question: str, max_new_tokens: int, spans: int, pot_entries: int | None = None) -> int:
+    def question_lead_ids(self, question: str) -> list[int]:
+        """The question as a line of its own before the spans, and a blank line after it."""
+        return encode(self.tokenizer, question.strip() + "\n\n")
+
+    def evidence_room(
+        self,
+        question: str,
+        max_new_tokens: int,
+        spans: int,
+        pot_entries: int | None = None,
+        question_first: bool = False,
+    ) -> int:
         """Evidence tokens that fit with the question and the whole answer after the pot distilled to |C| (or
         after `pot_entries` of it; 0: the template's opening alone), for up to `spans` spans (each gap between
         two costs a few tokens): the context then stays within |M|."""
         overhead = len(self.evidence_opening_ids) + max(0, spans - 1) * len(self.evidence_gap_ids)
+        if question_first:
+            overhead += len(self.question_lead_ids(question))
         request = len(self.question_ids(question))
         if pot_entries is None:
             before = self.config.keep_size
@@ -198,9 +216,10 @@ class Engine:
         """The question as the answer prompt words it (assets/cap_prompts.json "answer", chosen by measurement)."""
         return self.answer_template.format(question=question.strip())
 
-    def evidence_ids(self, spans: Sequence[Sequence[int]]) -> list[int]:
-        """Spans as one block after the pot: a blank line before it (none when there are no spans)."""
-        return list(self.evidence_opening_ids) + self.joined_spans(spans) if spans else []
+    def evidence_ids(self, spans: Sequence[Sequence[int]], lead: Sequence[int] = ()) -> list[int]:
+        """Spans as one block after the pot: a blank line before it, then `lead`, then the spans (nothing when
+        there are no spans)."""
+        return list(self.evidence_opening_ids) + list(lead) + self.joined_spans(spans) if spans else []
 
     def joined_spans(self, spans: Sequence[Sequence[int]]) -> list[int]:
         """Spans in the given order with an ellipsis line between two of them."""

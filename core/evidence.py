@@ -25,6 +25,7 @@ from .rerank import best_spans
 from .word_match import word_match_scores
 
 RANKINGS = ("attention", "words", "both")
+SPAN_ORDERS = ("document", "likelihood")
 # Reciprocal-rank fusion of the two rankings ("both"): a bucket scores 1 / (FUSION_DEPTH + rank) in each. A
 # small depth lets the top of either ranking win on its own; a large one rewards buckets both agree on.
 FUSION_DEPTH = 10
@@ -66,6 +67,12 @@ class EvidenceConfig:
     # document order. 0: every candidate is read, unreranked. A 135M model reads the answer out of 3 spans far
     # more often than out of 12 (benchmarks/devset/results/modes.md).
     read_spans: int = 3
+    # Whether the question is also written before the spans (it always follows them). Measured, not assumed: a
+    # span ending in a numbered list made the model continue the list instead of answering.
+    question_first: bool = False
+    # The order the spans read are placed in: "document" (as they come in the document) or "likelihood" (the
+    # reranking's order, the likeliest last, right before the question). Only with read_spans > 0.
+    order: str = "document"
 
     def __post_init__(self) -> None:
         if self.budget_tokens < 1:
@@ -82,6 +89,8 @@ class EvidenceConfig:
             raise ValueError(f"bucket score must be 'max' or 'sum', got {self.bucket_score!r}")
         if self.ranking not in RANKINGS:
             raise ValueError(f"evidence ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
+        if self.order not in SPAN_ORDERS:
+            raise ValueError(f"span order must be one of {', '.join(SPAN_ORDERS)}, got {self.order!r}")
         if isinstance(self.read_spans, bool) or not isinstance(self.read_spans, int) or self.read_spans < 0:
             raise ValueError(f"spans read must be 0 (every candidate) or more, got {self.read_spans!r}")
         if self.pot_entries is not None and (
@@ -301,7 +310,7 @@ def find_evidence(
     """
     if holds_whole_document(pot):
         return []
-    room = engine.evidence_room(question, max_new_tokens, config.max_spans, config.pot_entries)
+    room = engine.evidence_room(question, max_new_tokens, config.max_spans, config.pot_entries, config.question_first)
     if room < config.bucket_tokens:  # too little room beside the pot to be worth it
         return []
     config = replace(config, budget_tokens=min(config.budget_tokens, room))
@@ -321,17 +330,23 @@ def find_evidence(
     # read like any other.
     held_from = until if config.pot_entries is None else document_tokens
     spans = choose_buckets(engine, buckets, document_tokens, fetch, config, held_from=held_from)
-    return most_likely_spans(engine, spans, question, config.read_spans)
+    return most_likely_spans(engine, spans, question, config.read_spans, config.order)
 
 
-def most_likely_spans(engine: Engine, spans: list[Span], question: str, keep: int) -> list[Span]:
-    """The `keep` spans after which the question is likeliest (core.rerank), in document order, with every held
-    span (cited, not read); all of them when keep is 0 or they are no more than that."""
+def most_likely_spans(
+    engine: Engine, spans: list[Span], question: str, keep: int, order: str = "document"
+) -> list[Span]:
+    """The `keep` spans after which the question is likeliest (core.rerank), with every held span (cited, not
+    read); all of them when keep is 0 or they are no more than that (then unscored, in document order). In
+    document order, or with order "likelihood" the held spans first and then the likeliest last."""
     to_read = [span for span in spans if not span.held]
-    if keep == 0 or len(to_read) <= keep:
+    if keep == 0 or (len(to_read) <= keep and order == "document"):
         return spans
     scores = engine.question_likelihoods([span.ids for span in to_read], question)
-    kept = {id(to_read[index]) for index in best_spans(scores, keep)}
+    best = best_spans(scores, keep)
+    if order == "likelihood":
+        return [span for span in spans if span.held] + [to_read[index] for index in reversed(best)]
+    kept = {id(to_read[index]) for index in best}
     return [span for span in spans if span.held or id(span) in kept]
 
 

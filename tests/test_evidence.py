@@ -189,6 +189,17 @@ def test_passages_read_alone_answer_as_plain_greedy_over_the_opening_the_passage
     expected = reference_greedy(engine, engine.prefix_ids + engine.answer_prompt_ids(question, evidence), 10)
     assert stats.token_ids and stats.token_ids == expected[: len(stats.token_ids)]
     assert stats.answer_entries == len(engine.prefix_ids)  # none of the pot's entries
+    # the question written before the spans as well
+    first = AnswerStats()
+    pieces = engine.answer(
+        pot, question, max_new_tokens=10, stats=first, evidence=evidence, pot_entries=0, question_first=True
+    )
+    "".join(pieces)
+    lead = engine.tokenizer(question + "\n\n", add_special_tokens=False)["input_ids"]
+    spans = engine.joined_spans(evidence)
+    prompt = engine.prefix_ids + engine.evidence_opening_ids + lead + spans + engine.question_ids(question)
+    expected_first = reference_greedy(engine, prompt, 10)
+    assert first.token_ids and first.token_ids == expected_first[: len(first.token_ids)]
     # the same spans after the whole pot answer from other keys and values
     after_pot = AnswerStats()
     "".join(engine.answer(pot, question, max_new_tokens=10, stats=after_pot, evidence=evidence[:1]))
@@ -216,6 +227,8 @@ def test_passages_after_n_entries_follow_a_copy_of_the_pot_distilled_to_n():
 def test_the_room_for_passages_grows_with_fewer_pot_entries_before_them():
     engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
     rooms = [engine.evidence_room("Why?", 8, 4, entries) for entries in (None, 200, 60, 0)]
+    lead = len(engine.question_lead_ids("Why?"))
+    assert lead > 0 and engine.evidence_room("Why?", 8, 4, 0, question_first=True) == rooms[3] - lead
     assert rooms[0] == rooms[1]  # a copy is never larger than |C| beside passages
     assert rooms[0] < rooms[2] < rooms[3]
     assert rooms[3] == 256 - len(engine.prefix_ids) - len(engine.question_ids("Why?")) - 8 - (
@@ -466,6 +479,9 @@ def test_the_likeliest_spans_are_read_in_document_order_and_held_spans_stay_cite
     assert most_likely_spans(engine, spans, "Why?", 0) == spans  # 0: every candidate
     assert most_likely_spans(engine, spans, "Why?", 4) == spans  # no more candidates than that: nothing to score
     assert len(engine.asked) == 1
+    # the likeliest last, right before the question; the held span first (cited, not read)
+    assert [s.start for s in most_likely_spans(engine, spans, "Why?", 3, "likelihood")] == [40, 0, 30, 10]
+    assert [s.start for s in most_likely_spans(engine, spans, "Why?", 4, "likelihood")] == [40, 20, 0, 30, 10]
 
 
 def test_find_evidence_reads_only_the_spans_the_question_is_likeliest_after():
@@ -486,6 +502,8 @@ def test_find_evidence_reads_only_the_spans_the_question_is_likeliest_after():
 def test_spans_read_are_checked(bad):
     with pytest.raises(ValueError, match="spans read must be 0"):
         EvidenceConfig(read_spans=bad)
+    with pytest.raises(ValueError, match="span order must be one of document, likelihood"):
+        EvidenceConfig(order="random")
 
 
 @pytest.mark.parametrize(

@@ -123,7 +123,6 @@ class NiahSettings:
         after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
         return f"{method}+evidence{after}"
 
-
     def focus_label(self, method: str) -> str:
         """The report's name for a method's focused answers."""
         return f"{method}+focus{self.focus}"
@@ -240,7 +239,13 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
         cited = AnswerStats()
         evidence = spans_to_read(spans)
         pieces = engine.answer(
-            pot, QUESTION, settings.max_new_tokens, cited, evidence=evidence, pot_entries=pot_entries
+            pot,
+            QUESTION,
+            settings.max_new_tokens,
+            cited,
+            evidence=evidence,
+            pot_entries=pot_entries,
+            question_first=config.question_first,
         )
         answer = "".join(pieces).strip()
         key = evidence_key(pot_entries)

@@ -55,14 +55,19 @@ CEILING = {"label": "c-answer-from-text (prompt_shapes.md)", "correct": 44.4, "n
 CEILING_PER_DOCUMENT = {"libtasn1": 43, "mime-spec": 43, "story": 64, "log": 25}
 
 
-def run_name(mode: str, budget: int | None, pot_entries: int | None = None, read_spans: int = 0) -> str:
+def run_name(
+    mode: str, budget: int | None, pot_entries: int | None = None, read_spans: int = 0, question_first: bool = False
+) -> str:
     """`evidence@768` (every candidate within the budget read after the template's opening alone,
     EvidenceConfig.pot_entries 0), `evidence@768+pot` (after the whole pot), `evidence@768+pot256` (after a copy
-    distilled to 256 entries); `/read3`: only the 3 candidates the question is likeliest after are read."""
+    distilled to 256 entries); `/read3`: only the 3 candidates the question is likeliest after are read; `/qfirst`:
+    the question is also written before the spans."""
     if mode != "evidence":
         return mode
     after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
-    return f"{mode}@{budget}{after}" + (f"/read{read_spans}" if read_spans else "")
+    return (
+        f"{mode}@{budget}{after}" + (f"/read{read_spans}" if read_spans else "") + ("/qfirst" if question_first else "")
+    )
 
 
 def record_pot(record: dict) -> int | None:
@@ -76,13 +81,28 @@ def record_read(record: dict) -> int:
 
 
 def record_run(record: dict) -> str:
-    return run_name(record["mode"], record.get("budget"), record_pot(record), record_read(record))
+    name = run_name(
+        record["mode"], record.get("budget"), record_pot(record), record_read(record), record_question_first(record)
+    )
+    return name + ("/best-last" if record["mode"] == "evidence" and record.get("order") == "likelihood" else "")
+
+
+def record_question_first(record: dict) -> bool:
+    return bool(record.get("question_first", False)) and record["mode"] == "evidence"
 
 
 def record_key(record: dict) -> tuple:
     evidence = record["mode"] == "evidence"
     budget = record.get("budget") if evidence else None
-    return (record["id"], record["mode"], budget, record_pot(record), record_read(record))
+    return (
+        record["id"],
+        record["mode"],
+        budget,
+        record_pot(record),
+        record_read(record),
+        record_question_first(record),
+        record.get("order", "document") if evidence else "document",
+    )
 
 
 def parse_pot_entries(text: str) -> list[int | None]:
@@ -199,11 +219,16 @@ def answer_all(
     for question in questions:
         by_document.setdefault(question["document"], []).append(question)
     for document, items in by_document.items():
+
+        def order_of(mode: str) -> str:
+            return args.order if mode == "evidence" else "document"
+
         todo = [
             (mode, budget, pot, read, q)
             for mode, budget, pot, read in runs
             for q in items
-            if (q["id"], mode, budget, pot, read) not in done
+            if (q["id"], mode, budget, pot, read, args.question_first and mode == "evidence", order_of(mode))
+            not in done
         ]
         if not todo:
             print(f"{document}: all {len(items) * len(runs)} answers already in {records_path}", flush=True)
@@ -224,7 +249,11 @@ def answer_all(
             reads_path.write_text(json.dumps(reads, indent=2) + "\n", encoding="utf-8")
         for mode, budget, pot_entries, read_spans, question in todo:
             evidence = EvidenceConfig(
-                budget_tokens=budget or DEFAULT_BUDGET, pot_entries=pot_entries, read_spans=read_spans
+                budget_tokens=budget or DEFAULT_BUDGET,
+                pot_entries=pot_entries,
+                read_spans=read_spans,
+                question_first=args.question_first,
+                order=args.order,
             )
             settings = AnswerSettings(answer_from=mode, evidence=evidence, decoding=decoding)
             began = time.perf_counter()
@@ -263,7 +292,9 @@ def answer_all(
                 "budget": budget,
                 "pot_entries": pot_entries,
                 "read_spans": read_spans,
-                "run": run_name(mode, budget, pot_entries, read_spans),
+                "question_first": args.question_first and mode == "evidence",
+                "order": args.order if mode == "evidence" else "document",
+                "run": run_name(mode, budget, pot_entries, read_spans, args.question_first and mode == "evidence"),
                 "question": question["question"],
                 "answer": answer,
                 "ttft_seconds": None if stats.first_token_seconds is None else round(stats.first_token_seconds, 3),
@@ -585,7 +616,8 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
         "",
         "Each question of `benchmarks/devset/questions.jsonl` asked of its whole document through the app's Python",
         "API (`DocumentService.ask(doc_id, question, AnswerSettings(answer_from=mode, evidence=EvidenceConfig("
-        "budget_tokens=b)), record=False)`), the document read once into the default 4,096-entry pot",
+        "budget_tokens=b, pot_entries=p, read_spans=k)), record=False)`), the document read once into the default "
+        "4,096-entry pot",
         "(`PotConfig()`), the bundled SmolLM2-135M, the default decoding (greedy, at most 256 new tokens, no-repeat",
         f"4-gram, stop on repeat), {', '.join(sorted({r.get('dtype', 'float32') for r in records}))} on CPU "
         "(`--dtype auto`; records before it existed ran float32). Scored with `score.py` (`score_records`).",
@@ -602,15 +634,15 @@ def write_report(args: argparse.Namespace, meta: dict) -> str:
         f"- **ceiling**: the model handed the answer's own ~450-token passage, layout c of `prompt_shapes.md`:"
         f" {CEILING['correct']}% ({CEILING['right']}/{CEILING['n']}).",
         "",
-        "Commands:",
+        "Run names: `evidence@B` reads every candidate span found within B tokens after the chat template's opening",
+        "alone (`EvidenceConfig.pot_entries` 0); `+pot` after the whole pot, `+potN` after a copy distilled to N",
+        "entries; `/readK` reads only the K candidates after which the question is likeliest (`read_spans`).",
+        "",
+        "Commands (as run into this folder, in order; the documents first):",
         "",
         "```sh",
         ".venv/bin/python -m benchmarks.devset.documents --out bench-results/devset-docs",
-        ".venv/bin/python -m benchmarks.devset.run_modes --docs bench-results/devset-docs "
-        "--home /tmp/ip-home-devset-modes --out benchmarks/devset/results --modes evidence,pot,focus --budgets 768",
-        ".venv/bin/python -m benchmarks.devset.run_modes --docs bench-results/devset-docs "
-        "--home /tmp/ip-home-devset-modes --out benchmarks/devset/results --modes evidence "
-        "--budgets 256,512,1024,1536",
+        *[f".venv/bin/{command['command']}" for command in meta.get("commands", [])],
         "```",
         "",
         f"Machine: {meta['machine']} ({meta['cores']} cores, shared with a test suite); torch {meta['torch']} "
@@ -713,6 +745,15 @@ def main() -> None:
         default="3",
         help="evidence: candidates read after reranking by the question's likelihood (EvidenceConfig.read_spans), "
         "comma-separated; 0: every candidate, unreranked",
+    )
+    parser.add_argument(
+        "--order",
+        default="document",
+        choices=("document", "likelihood"),
+        help="evidence: the spans read in document order, or the likeliest last (EvidenceConfig.order)",
+    )
+    parser.add_argument(
+        "--question-first", action="store_true", help="evidence: also write the question before the spans"
     )
     parser.add_argument("--questions", type=int, default=None, help="first N questions of each document")
     parser.add_argument("--ids", default="", help="only these question ids, comma-separated")
