@@ -71,8 +71,11 @@ class EvidenceConfig:
     # span ending in a numbered list made the model continue the list instead of answering.
     question_first: bool = False
     # The order the spans read are placed in: "document" (as they come in the document) or "likelihood" (the
-    # reranking's order, the likeliest last, right before the question). Only with read_spans > 0.
-    order: str = "document"
+    # reranking's order, the likeliest last, right before the question). Only with read_spans > 0. Measured: the
+    # same 22 of 54 development answers right either way, and on a 32K passkey the needle's span no longer
+    # comes before a numbered list that the model went on writing instead of answering (2 of 5 at depth 0.1
+    # in document order).
+    order: str = "likelihood"
 
     def __post_init__(self) -> None:
         if self.budget_tokens < 1:

@@ -492,10 +492,13 @@ def test_find_evidence_reads_only_the_spans_the_question_is_likeliest_after():
     small = {"bucket_tokens": 8, "max_span_tokens": 16}  # many short candidates
     every = find_evidence(engine, pot, question, 900, fetch_from(document), EvidenceConfig(read_spans=0, **small), 8)
     read = find_evidence(engine, pot, question, 900, fetch_from(document), EvidenceConfig(read_spans=2, **small), 8)
+    in_order = EvidenceConfig(read_spans=2, order="document", **small)
+    in_document_order = find_evidence(engine, pot, question, 900, fetch_from(document), in_order, 8)
     assert len(every) > 2 and len(read) == 2
     scores = engine.question_likelihoods([s.ids for s in every], question)
     best = sorted(range(len(every)), key=lambda i: -scores[i])[:2]
-    assert [(s.start, s.end) for s in read] == sorted((every[i].start, every[i].end) for i in best)
+    assert [(s.start, s.end) for s in read] == [(every[i].start, every[i].end) for i in reversed(best)]  # best last
+    assert [(s.start, s.end) for s in in_document_order] == sorted((every[i].start, every[i].end) for i in best)
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5])

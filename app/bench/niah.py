@@ -111,6 +111,7 @@ class NiahSettings:
             **({"evidence_pots": list(self.evidence_pots)} if self.evidence_pots not in ((), (None,)) else {}),
             # folders from before reranking read every candidate span
             **({"evidence_read_spans": EvidenceConfig().read_spans} if self.evidence_pots else {}),
+            **({"evidence_order": EvidenceConfig().order} if self.evidence_pots else {}),
             # recorded unless "word": folders written before the setting existed were read per word
             **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
             **({"nuc_ratio": self.nuc_ratio} if self.nuc_ratio != PotConfig.nuc_ratio else {}),
