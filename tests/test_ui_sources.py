@@ -19,6 +19,7 @@ from helpers import (
 )
 from tiny_models import save_attending_model_folder
 
+from infinipot.app.ask.quoting import quoted_part
 from infinipot.app.web.page import sources
 from infinipot.app.web.page.handlers import KEPT_TAB, Handlers
 
@@ -137,3 +138,18 @@ def test_evidence_answers_cite_and_quote_the_passage_they_read(infinipot_home, n
         assert f"> **page {NEEDLE_PAGE}** “{citations[0]['snippet'][:40]}" in answer["content"]
     finally:
         workspace.close()
+
+
+def test_a_source_is_quoted_from_the_sentence_that_shares_the_most_words_with_the_answer():
+    snippet = (
+        "The skipper, Angus Dunmore, repaid us by mending the leaking roof of the oil store. He told us the fish "
+        "had moved. The combination of the storeroom safe, where the keepers keep the logbooks, is 7419. Then we slept."
+    )
+    answer = "The combination of the storeroom safe is 7419."
+    assert quoted_part(snippet, answer).startswith("…The combination of the storeroom safe, where")
+    assert quoted_part(snippet, "") == " ".join(snippet.split())  # nothing to match: from the start
+    assert quoted_part(snippet, "The text above is the answer.") == " ".join(snippet.split())  # only common words
+    citations = [{"label": "line 396", "page": None, "line": 396, "token": 10, "score": 0.06, "snippet": snippet}]
+    content = sources.chat_message("assistant", answer, citations)["content"]
+    assert "“…The combination of the storeroom safe, where the keepers keep the logbooks, is 7419." in content
+    assert "Angus" not in content.split("\n\n")[-1]  # the quote, not the hover text of the Sources line

@@ -10,6 +10,7 @@ import sys
 import time
 from textwrap import shorten
 
+from infinipot.app.ask.quoting import quoted_part
 from infinipot.app.cli.options import (
     add_answer_options,
     add_decoding_options,
@@ -364,7 +365,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "ask" and stats.citations:
             print("sources:")
             for citation in stats.citations:
-                print(f"  {citation['label']}: {shorten(citation['snippet'], 100)}")
+                quote = quoted_part(citation["snippet"], "".join(text))
+                print(f"  {citation['label']}: {shorten(quote, 100)}")
         if getattr(args, "reread", False):
             question_aware_answer(service, args, _progress_printer(True))
     return 0

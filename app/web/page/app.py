@@ -209,15 +209,17 @@ class InfiniPotApp:
                 modes,
                 value=defaults["answer_from"],
                 label="Answer from",
-                info="evidence: pot + the document spans the question points to, read verbatim (default) · "
+                info="evidence: the pot and the question's words point to passages of the document, and the best "
+                "of them are read verbatim (default, beyond the paper) · "
                 "pot: the distilled KV cache alone, as in the paper · focus: the pot distilled again with the "
                 "question as catalyst prompt (CaP-Q at answer time)",
                 elem_id="ip-answer-from",
             )
             with gr.Row():
                 c.evidence_tokens = gr.Number(
-                    label="Passages read for an answer (tokens)",
-                    info="evidence budget: document tokens placed between the pot and the question",
+                    label="Passages found for an answer (tokens)",
+                    info="evidence budget: document tokens of the candidate passages (up to 12), of which the "
+                    "best are read",
                     value=defaults["evidence_tokens"],
                     precision=0,
                     elem_id="ip-evidence-tokens",
@@ -246,6 +248,7 @@ class InfiniPotApp:
                     precision=0,
                     elem_id="ip-evidence-spans",
                 )
+            with gr.Row():
                 c.focus_entries = gr.Number(
                     label="Size of the question-focused copy (entries)",
                     info="focus mode: entries kept when the pot is distilled with the question",

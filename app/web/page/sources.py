@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 import re
 
+from infinipot.app.ask.quoting import quoted_part
+
 QUOTED = 2  # sources quoted under an answer, best first (all of them have their text as hover text)
 QUOTE_CHARS = 180  # a quote longer than this is cut at a word, with an ellipsis
 HOVER_CHARS = 600
@@ -53,13 +55,14 @@ def markdown_text(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", html.escape(text, quote=False))
 
 
-def quotes(citations: list[dict]) -> str:
-    """The best sources' text as a Markdown block quote: '> **line 12** “the cited sentence…”'."""
-    quoted = [
-        f"> **{markdown_text(c['label'])}** “{markdown_text(shortened(c['snippet'], QUOTE_CHARS))}”"
-        for c in citations[:QUOTED]
-        if (c.get("snippet") or "").strip()
-    ]
+def quotes(citations: list[dict], answer: str = "") -> str:
+    """The best sources' text as a Markdown block quote: '> **line 12** “the cited sentence…”', each from the
+    sentence that shares the most words with the answer."""
+    quoted = []
+    for c in citations[:QUOTED]:
+        if (c.get("snippet") or "").strip():
+            text = shortened(quoted_part(c["snippet"], answer), QUOTE_CHARS)
+            quoted.append(f"> **{markdown_text(c['label'])}** “{markdown_text(text)}”")
     return "\n>\n".join(quoted)
 
 
@@ -74,7 +77,7 @@ def chat_message(role: str, content: str, citations: list[dict] | None = None, s
         content = (content or "").rstrip() + STOPPED_MARK
     if role != "assistant" or not citations:
         return {"role": role, "content": content}
-    quoted = quotes(citations)
+    quoted = quotes(citations, content)
     return {
         "role": role,
         "content": f"{content}\n\n*{sources_line(citations)}*" + (f"\n\n{quoted}" if quoted else ""),

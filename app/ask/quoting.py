@@ -1,0 +1,40 @@
+"""Which part of a cited passage to quote under an answer: the sentence that shares the most words with it.
+
+An evidence passage is a few sentences; quoting its first 100 or 180 characters often shows the sentence before
+the one that answers ("The skipper ... mended the roof" instead of "... the combination ... is 7419."). Plain
+text in, plain text out; no torch, so the web page and the terminal share it.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[^\W_]+")
+# Words that every answer shares with every passage; they would pull the quote to the first sentence.
+_COMMON = frozenset(
+    "the a an and or of to in on at by for with from is are was were be been it its this that these those as "
+    "which what who whom whose when where how why text above answer question sentence".split()
+)
+
+
+def answer_words(text: str) -> set[str]:
+    """Lower-case words and numbers of `text`, without the words any answer and passage share."""
+    return {w for w in (m.group(0).lower() for m in _WORD.finditer(text or "")) if w not in _COMMON}
+
+
+def quoted_part(snippet: str, answer: str) -> str:
+    """The snippet from the start of its sentence that shares the most words with the answer (the first
+    sentence on a tie or when the answer shares none)."""
+    text = " ".join((snippet or "").split())
+    wanted = answer_words(answer)
+    if not wanted:
+        return text
+    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
+    best, best_shared = 0, 0
+    for index, start in enumerate(starts):
+        end = starts[index + 1] if index + 1 < len(starts) else len(text)
+        shared = len(answer_words(text[start:end]) & wanted)
+        if shared > best_shared:
+            best, best_shared = start, shared
+    return text[best:] if best == 0 else "…" + text[best:]
