@@ -157,7 +157,10 @@ def test_answer_choices_default_to_the_services_settings_and_are_described():
     assert AnswerChoices().answer_settings() == AnswerSettings()  # the defaults are the service's, not retyped
     text = AnswerChoices().describe()
     assert text.startswith("Answers are valid: from the memory pot plus the passages of the document it points to")
-    assert "up to 768 tokens of passages" in text and "greedy" in text and "stop when they repeat" in text
+    assert "up to 1,024 tokens of passages" in text and "greedy" in text and "stop when they repeat" in text
+    assert "the best 3 by the question's likelihood read on their own" in text
+    everything = AnswerChoices(evidence_pot="all", evidence_spans=0).describe()
+    assert "every one read after the whole memory pot" in everything
     # As the form gives them: floats from number fields, a cleared field refused with its name.
     form = AnswerChoices(max_new_tokens=64.0, answer_from="focus", focus_entries=512.0, temperature=0.7, seed=3.0)
     settings = form.answer_settings()
