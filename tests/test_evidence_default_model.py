@@ -37,17 +37,14 @@ def test_a_question_on_a_real_manual_cites_the_page_and_text_that_answer_it(tmp_
     service = DocumentService(tmp_path / "home", device="cpu")
     report = service.read(manual, PotConfig())
     assert report.cycles > 0  # 20K tokens through a 4K pot
-    pieces, stats, _ = service.ask(report.doc_id, "Which license covers this manual?", AnswerSettings(), record=False)
+    question = "Which version of Libtasn1 does this manual describe?"
+    pieces, stats, _ = service.ask(report.doc_id, question, AnswerSettings(), record=False)
     answer = "".join(pieces)
     assert stats.answer_from == "evidence" and stats.evidence_tokens > 0
     print("answer:", answer, "citations:", [(c["label"], c["snippet"][:80]) for c in stats.citations])
-    # The answer is about the licence, but since the question's words joined the ranking (12 spans, the verbatim
-    # tail left out) the 135M model copies the licence's text instead of naming it: reading, not retrieval,
-    # is its limit (benchmarks/devset/results/modes-notes.md). What is asserted is what the user checks: the
-    # cited page and its quoted text.
-    assert "license" in answer.lower()
-    # the manual names its license on page 2 and prints it in full in an appendix: either page answers
-    pages = {s.location.page for s in open_document(manual).segments() if "Free Documentation" in s.text}
-    cited = [c for c in stats.citations if "Free Documentation License" in c["snippet"]]
+    assert "4.19.0" in answer
+    # What the user checks: the cited page and its quoted text hold the version.
+    pages = {s.location.page for s in open_document(manual).segments() if "version 4.19.0" in s.text}
+    cited = [c for c in stats.citations if "version 4.19.0" in c["snippet"]]
     assert cited and all(c["page"] in pages for c in cited), (pages, stats.citations)
     assert stats.stopped_by in ("end", "repeat") and stats.new_tokens < 256  # it ends by itself
