@@ -106,7 +106,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         # (answer length, answer from, passages budget, passages found by, focused size, temperature, top-p,
         # seed, repeat stop).
         history = client.predict(
-            doc_id, "Who is lazy?", 8, "focus", 768, "both", 32, 0.5, 0.9, 4, False, api_name="/ask"
+            doc_id, "Who is lazy?", 8, "focus", 768, "both", "0", 3, 32, 0.5, 0.9, 4, False, api_name="/ask"
         )[0]
         assert [message_text(m) for m in history[::2]] == [question, "Who is lazy?"]
         conversation = workspace.conversations(doc_id)[-1]["id"]
@@ -124,7 +124,9 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         status, chat, _ = client.predict(doc_id, 12, api_name="/summarize")
         assert status == "The stored summary of this document, shown at once. New summary makes a fresh one."
         assert message_text(chat[-1]) == summary
-        status, _, _ = client.predict(doc_id, 12, "pot", 768, "words", 1024, 1.0, 1.0, 5, api_name="/summarize_new")
+        status, _, _ = client.predict(
+            doc_id, 12, "pot", 768, "words", "0", 3, 1024, 1.0, 1.0, 5, api_name="/summarize_new"
+        )
         assert status.startswith("Summary made")  # made anew, not the stored one
         conversation = workspace.conversations(doc_id)[-1]["id"]
         recorded = workspace.messages(conversation)
