@@ -11,6 +11,10 @@ Two rules, which work together:
   The ban alone would keep a sentence loop going as ever-mangled copies ("The function returns the element.
   The function returns a value. The function ..."), so when both are on, a banned choice in a sentence that is
   so far re-tracing an earlier one also ends the answer there ("starts repeating" is enough).
+
+A third, narrow rule rides with `stop_on_repeat`: a run-on "word" (no whitespace for RUN_ON_CHARS characters)
+ends the answer. Copying a document's identifiers, the small model can chain them ("asn1_create_element_node_
+value_...") until the token limit; each piece differs, so neither rule above sees a repeat.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ class DecodingConfig:
     # End the answer when it starts repeating a sentence or a line it already wrote; the repeat is not shown.
     # The looping that a small model falls into is sentence-shaped, and one copy of the sentence is the answer.
     stop_on_repeat: bool = True
+    # Context contrast (context-aware decoding, Shi et al. 2024): each token is scored by
+    # (1 + w) log p(token | passages, question) - w log p(token | question alone), so what the passages make
+    # likelier wins over what the model would say without them (its prior, or an echo of the question).
+    # 0 is off; applies to answers to a question (not summaries).
+    contrast: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int):
@@ -60,6 +69,9 @@ class DecodingConfig:
         ngram = self.no_repeat_ngram
         if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 0 or ngram == 1:
             raise ValueError(f"no-repeat n-gram size must be 0 (off) or at least 2, got {ngram!r}")
+        contrast = self.contrast
+        if isinstance(contrast, bool) or not (isinstance(contrast, int | float) and 0 <= contrast <= 10):
+            raise ValueError(f"contrast must be a number from 0 (off) to 10, got {self.contrast!r}")
         if not isinstance(self.stop_on_repeat, bool):
             raise ValueError(f"stop_on_repeat must be true or false, got {self.stop_on_repeat!r}")
 
@@ -87,6 +99,20 @@ def banned_tokens(answer_ids: Sequence[int], n: int) -> set[int]:
         return set()
     context = list(answer_ids[len(answer_ids) - n + 1 :])  # the n-1 newest tokens
     return {answer_ids[i + n - 1] for i in range(len(answer_ids) - n + 1) if list(answer_ids[i : i + n - 1]) == context}
+
+
+# Contrast scores only tokens at least this share as likely as the best one given the passages: below it, the
+# difference of two small log-probabilities is noise (the plausibility limit of contrastive decoding, Li et al.).
+PLAUSIBLE_SHARE = 0.1
+
+
+def contrasted(logits: torch.Tensor, prior_logits: torch.Tensor, weight: float) -> torch.Tensor:
+    """Context-aware scores (V,) from the logits with the passages and without them (V,) each; implausible
+    tokens get -inf."""
+    with_context = torch.log_softmax(logits.float(), dim=-1)  # (V,)
+    without = torch.log_softmax(prior_logits.float(), dim=-1)  # (V,)
+    scores = (1.0 + weight) * with_context - weight * without  # (V,)
+    return scores.masked_fill(with_context < with_context.max() + math.log(PLAUSIBLE_SHARE), -math.inf)
 
 
 def choose_token(
@@ -119,6 +145,11 @@ _TRAILING = ".!?\"'”’)] "
 # Shorter pieces are not compared: they are often abbreviations or list markers ("e.g.", "Dr.", "The U.S."),
 # and short loops are the n-gram ban's job.
 MIN_WORDS = 3
+# A stretch without whitespace this long is a run-on chain, not a word: it is dropped and the answer ends there.
+# Long enough for the longest real identifiers, paths and URLs an answer quotes (rarely above 80 characters).
+RUN_ON_CHARS = 120
+# A word is held back (not streamed) from this length on, so that a run-on chain is mostly never shown.
+HOLD_WORD_CHARS = 48
 
 
 def normalized(sentence: str) -> str:
@@ -132,7 +163,8 @@ class RepeatStop:
     Streaming is kept: text is held back only while the unfinished sentence is, so far, the beginning of an
     earlier sentence (it could become a repeat); once it differs from every earlier one it can no longer become
     one, and it flows again. So a normal answer streams piece by piece, and the final text never contains a
-    sentence twice: a sentence found to repeat was never shown, and `push` returns nothing after it.
+    sentence twice: a sentence found to repeat was never shown, and `push` returns nothing after it. A word
+    grown past HOLD_WORD_CHARS is held back too, and one that reaches RUN_ON_CHARS ends the text (`run_on`).
     With `enabled=False` everything passes straight through.
     """
 
@@ -142,7 +174,8 @@ class RepeatStop:
         self.start = 0  # where the unfinished sentence begins in `text`
         self.shown = 0  # how much of `text` has been returned
         self.earlier: list[str] = []  # normalized sentences and lines written so far (MIN_WORDS or more)
-        self.repeated = False
+        self.repeated = False  # the text ended early: a repeat (or, with `run_on`, a run-on word) was dropped
+        self.run_on = False
 
     def push(self, piece: str) -> str:
         """Take the next piece of answer text; return what may be shown now ("" while holding back)."""
@@ -159,7 +192,22 @@ class RepeatStop:
             if len(sentence.split()) >= MIN_WORDS:
                 self.earlier.append(sentence)
             self.start = end.end()
-        return self._show(self.start if self._could_repeat() else len(self.text))
+        word = self._word_start()
+        if len(self.text) - word >= RUN_ON_CHARS:
+            self.text = self.text[: max(word, self.shown)]  # what was shown stays; the held-back rest is dropped
+            self.repeated = self.run_on = True
+            return ""
+        shown_until = self.start if self._could_repeat() else len(self.text)
+        if len(self.text) - word >= HOLD_WORD_CHARS:
+            shown_until = min(shown_until, word)
+        return self._show(shown_until)
+
+    def _word_start(self) -> int:
+        """Where the trailing whitespace-free stretch of the text begins."""
+        start = len(self.text)
+        while start > 0 and not self.text[start - 1].isspace():
+            start -= 1
+        return start
 
     def retracing(self) -> bool:
         """Whether the unfinished sentence has words, and they are so far the beginning of an earlier sentence."""

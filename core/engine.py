@@ -13,7 +13,7 @@ from .config import PotConfig
 from .decoding import DecodingConfig, RepeatStop, decoding_for
 from .distill import distill
 from .errors import PotTooSmallError
-from .generate import TextStreamer, generate, stop_token_ids, tokens_for_text
+from .generate import Prior, TextStreamer, generate, stop_token_ids, tokens_for_text
 from .model import LoadedModel
 from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
@@ -37,8 +37,9 @@ class AnswerStats:
     # The answer's tokens (new_tokens counts every token generated, a cut-off repeat included; these are the
     # ones whose text was shown).
     token_ids: list[int] = field(default_factory=list)
-    # What ended the answer: "end" (an end-of-turn token), "length" (max_new_tokens) or "repeat" (it started
-    # repeating a sentence or line it already wrote; the repeat is not part of the answer).
+    # What ended the answer: "end" (an end-of-turn token), "length" (max_new_tokens), "repeat" (it started
+    # repeating a sentence or line it already wrote; the repeat is not part of the answer) or "run-on" (a
+    # whitespace-free chain of RUN_ON_CHARS characters, dropped).
     stopped_by: str = ""
     # The pot the answer was generated from: the stored one, or the copy distilled to make room (citations
     # re-read the answer's attention over exactly these entries).
@@ -149,7 +150,9 @@ class Engine:
             pot = self.opening_pot()
         elif evidence and pot_entries is not None and pot_entries < pot.entries:
             focus = pot_entries
-        return self._respond(pot, prompt, decoding, stats or AnswerStats(), focus, catalyst=request)
+        return self._respond(
+            pot, prompt, decoding, stats or AnswerStats(), focus, catalyst=request, prior_request=request
+        )
 
     def question_likelihoods(self, spans: Sequence[Sequence[int]], question: str) -> list[float]:
         """How likely the question is as the one each span alone answers: mean log-probability of its tokens
@@ -249,17 +252,24 @@ class Engine:
         stats: AnswerStats,
         focus: int | None = None,
         catalyst: list[int] | None = None,
+        prior_request: list[int] | None = None,
     ) -> Iterator[str]:
-        """`request` follows the pot; `catalyst` (default: the request) distils the pot when it needs room."""
+        """`request` follows the pot; `catalyst` (default: the request) distils the pot when it needs room.
+        `prior_request` (with DecodingConfig.contrast): what the answer is contrasted with, read after the chat
+        template's opening alone (no document)."""
         started = time.perf_counter()
         cache, next_position, entries = self._cache_for_request(
             pot, request, decoding.max_new_tokens, stats, focus, catalyst or request
         )
+        prior = None
+        if prior_request is not None and decoding.contrast > 0:
+            opening = self.opening_pot()
+            prior = Prior(opening.as_cache(), prior_request, opening.next_position)
         stats.answer_entries = entries
         streamer = TextStreamer(self.tokenizer)
         repeats = RepeatStop(enabled=decoding.stop_on_repeat)  # holds back text only while it may be a repeat
         stats.stopped_by = "end"
-        for choice in generate(self.model, cache, request, next_position, decoding, self.stop_ids):
+        for choice in generate(self.model, cache, request, next_position, decoding, self.stop_ids, prior):
             if choice.banned_best and repeats.retracing():
                 repeats.drop_unfinished()  # it wanted to go on copying an earlier sentence: it started repeating
                 break
@@ -281,7 +291,7 @@ class Engine:
         if piece:
             yield piece
         if repeats.repeated:
-            stats.stopped_by = "repeat"
+            stats.stopped_by = "run-on" if repeats.run_on else "repeat"
             stats.token_ids = tokens_for_text(self.tokenizer, stats.token_ids, repeats.text)
         stats.seconds = time.perf_counter() - started
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import torch
 
 from . import hf_adapter
-from .decoding import Choice, DecodingConfig, choose_token, sampler
+from .decoding import Choice, DecodingConfig, choose_token, contrasted, sampler
 
 
 def prefill(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
@@ -23,18 +24,42 @@ def decode_one_token(model, cache, token: int, position: int) -> torch.Tensor:
     return prefill(model, cache, [token], position)
 
 
+class Prior(NamedTuple):
+    """What the answer is contrasted with (DecodingConfig.contrast): a cache and the request read after it."""
+
+    cache: object
+    request_ids: list[int]
+    start_position: int
+
+
 @torch.inference_mode()
 def generate(
-    model, cache, request_ids: list[int], start_position: int, decoding: DecodingConfig, stop_ids: set[int]
+    model,
+    cache,
+    request_ids: list[int],
+    start_position: int,
+    decoding: DecodingConfig,
+    stop_ids: set[int],
+    prior: Prior | None = None,
 ) -> Iterator[Choice]:
     """Yield the answer's choices until an end-of-turn token or `decoding.max_new_tokens`; the stop token is not
-    yielded. The n-gram ban sees only the tokens yielded here, never the request or the pot."""
+    yielded. The n-gram ban sees only the tokens yielded here, never the request or the pot. With `prior` and
+    `decoding.contrast`, the same answer is also run after `prior` and each choice is contrasted with it."""
     logits = prefill(model, cache, request_ids, start_position)  # (V,)
     position = start_position + len(request_ids)
+    contrast = prior is not None and decoding.contrast > 0
+    if contrast:
+        prior_logits = prefill(model, prior.cache, prior.request_ids, prior.start_position)  # (V,)
+        prior_position = prior.start_position + len(prior.request_ids)
     generator = sampler(decoding, logits.device)
     answer: list[int] = []
     for step in range(decoding.max_new_tokens):
-        choice = choose_token(logits, answer, decoding, generator)
+        if contrast and int(logits.argmax()) in stop_ids:
+            # The contrast would hold back the end of turn (it is as likely without the document), and the answer
+            # would drift on: the document-conditioned model alone decides when the answer is complete.
+            return
+        scores = contrasted(logits, prior_logits, decoding.contrast) if contrast else logits
+        choice = choose_token(scores, answer, decoding, generator)
         if choice.token in stop_ids:
             return
         answer.append(choice.token)
@@ -42,6 +67,9 @@ def generate(
         if step + 1 < decoding.max_new_tokens:
             logits = decode_one_token(model, cache, choice.token, position)
             position += 1
+            if contrast:
+                prior_logits = decode_one_token(model, prior.cache, choice.token, prior_position)
+                prior_position += 1
 
 
 def stop_token_ids(model, tokenizer) -> set[int]:

@@ -127,3 +127,21 @@ def test_help_lists_every_subcommand_with_its_summary(capsys, path):
         for choice in group._choices_actions:
             assert choice.help, f"`{command_name(path)} {choice.dest}` has no summary line"
             assert choice.dest in text and re.sub(r"\s+", " ", choice.help) in text, choice.dest
+
+
+def test_the_decoding_flags_of_ask_and_summarize_become_the_decoding_config():
+    from infinipot.app.cli.options import decoding_config
+    from infinipot.core.decoding import DecodingConfig
+
+    flags = ["--max-new-tokens", "40", "--temperature", "0.7", "--top-p", "0.9", "--seed", "3"]
+    flags += ["--no-repeat-ngram", "0", "--allow-repeats", "--contrast", "0.5"]
+    expected = DecodingConfig(40, temperature=0.7, top_p=0.9, seed=3, no_repeat_ngram=0, stop_on_repeat=False)
+    for command in (["ask", "doc", "Why?"], ["summarize", "doc"]):
+        args = build_parser().parse_args([*command, *flags])
+        assert decoding_config(args) == DecodingConfig(**{**expected.__dict__, "contrast": 0.5})
+        assert decoding_config(build_parser().parse_args(command)) == DecodingConfig()
+
+
+def test_an_impossible_contrast_is_one_line(capsys, document, tiny_model_dir):
+    read = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, "--pot-size", "128", "--json"])
+    expect_one_line_error(capsys, ["ask", read["doc_id"], "Why?", "--contrast", "-1"], "contrast")

@@ -9,10 +9,13 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import (
+    HOLD_WORD_CHARS,
+    RUN_ON_CHARS,
     DecodingConfig,
     RepeatStop,
     banned_tokens,
     choose_token,
+    contrasted,
     decoding_for,
     normalized,
     sampler,
@@ -120,6 +123,24 @@ def test_an_old_style_length_becomes_a_config():
         decoding_for("12")
 
 
+def test_contrast_favours_what_the_passages_make_likelier_among_plausible_tokens():
+    # token 0: likely with or without the passages (the prior); 1: likely only with them; 3: implausible
+    with_passages = torch.log(torch.tensor([0.50, 0.40, 0.09, 0.01]))
+    without = torch.log(torch.tensor([0.70, 0.05, 0.05, 0.20]))
+    assert int(with_passages.argmax()) == 0
+    scores = contrasted(with_passages, without, weight=1.0)
+    assert int(scores.argmax()) == 1
+    assert torch.allclose(scores[:3], 2 * torch.log_softmax(with_passages, -1)[:3] - torch.log_softmax(without, -1)[:3])
+    assert scores[3] == -math.inf  # under a tenth of the best token's probability: never chosen
+    assert torch.equal(contrasted(with_passages, without, weight=0.0)[:3], torch.log_softmax(with_passages, -1)[:3])
+
+
+@pytest.mark.parametrize("bad", [-0.5, 11, float("nan"), True, "1"])
+def test_impossible_contrast_is_refused(bad):
+    with pytest.raises(ValueError, match="contrast"):
+        DecodingConfig(contrast=bad)
+
+
 # -- the sentence-repeat stop --------------------------------------------------------------------------
 
 
@@ -166,6 +187,33 @@ def test_short_pieces_and_a_trailing_repeat():
     assert stop.repeated
     off = RepeatStop(enabled=False)
     assert "".join(stream("Seven is the key. Seven is the key.", off)) == "Seven is the key. Seven is the key."
+
+
+def test_a_run_on_identifier_chain_ends_the_text_and_is_mostly_never_shown():
+    stop = RepeatStop()
+    chain = "_".join(["asn1", "create", "element", "node", "value", "type", "name", "tag"] * 6)
+    assert len(chain) > RUN_ON_CHARS
+    pieces = stream("It calls asn1_create_element " + chain + " and more words.", stop)
+    shown = "".join(pieces)
+    assert stop.repeated and stop.run_on
+    assert shown == stop.text  # the final text is what was shown
+    assert shown.startswith("It calls asn1_create_element ")
+    assert len(shown) - len("It calls asn1_create_element ") < HOLD_WORD_CHARS  # at most the first part of the chain
+    assert "more words" not in shown
+    assert stop.push(" later.") == "" and stop.finish() == ""
+
+
+def test_a_long_word_is_held_back_until_it_ends_then_shown():
+    url = "https://www.example.org/" + "a" * (RUN_ON_CHARS - 40)  # between the hold length and the run-on length
+    assert HOLD_WORD_CHARS < len(url) < RUN_ON_CHARS
+    stop = RepeatStop()
+    head = url[: HOLD_WORD_CHARS - 1]
+    assert stop.push("See " + head) == "See " + head  # streamed while short
+    assert stop.push(url[len(head) :]) == ""  # grown long: held
+    assert stop.push(" for details.") == url[len(head) :] + " for details."  # it ended: shown
+    assert stop.finish() == "" and not stop.repeated and not stop.run_on
+    off = RepeatStop(enabled=False)
+    assert "".join(stream("x" * (2 * RUN_ON_CHARS), off)) == "x" * (2 * RUN_ON_CHARS)
 
 
 # -- a looping model through the engine ----------------------------------------------------------------

@@ -7,26 +7,38 @@ from tiny_models import ARCHITECTURES, random_ids, tiny_loaded
 
 from infinipot.core import hf_adapter
 from infinipot.core.config import PotConfig
-from infinipot.core.decoding import DecodingConfig, choose_token, sampler
+from infinipot.core.decoding import DecodingConfig, choose_token, contrasted, sampler
 from infinipot.core.distill import catalyst_attention, compress_pot
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import PotTooSmallError
 from infinipot.core.selection import KEPT_NOVELTY, KEPT_READ, KEPT_SCORE, KEPT_SINK
 
 
-def reference_with_rules(engine: Engine, ids: list[int], decoding: DecodingConfig) -> list[int]:
+def reference_with_rules(
+    engine: Engine, ids: list[int], decoding: DecodingConfig, prior_ids: list[int] | None = None
+) -> list[int]:
     """Plain full-KV generation with transformers' own forward and logits, each token chosen by the same rules
-    (core.decoding.choose_token) but with no sentence-repeat stop: the engine's answer is this, or its start."""
+    (core.decoding.choose_token) but with no sentence-repeat stop: the engine's answer is this, or its start.
+    With `prior_ids`, each step's logits are contrasted (core.decoding.contrasted) with those of the same answer
+    after `prior_ids`, run alongside, and the answer ends where the uncontrasted best token ends the turn."""
     generator = sampler(decoding)
     answer: list[int] = []
     with torch.no_grad():
         out = engine.model(torch.tensor([ids]), use_cache=True)
+        prior = engine.model(torch.tensor([prior_ids]), use_cache=True) if prior_ids else None
         for _ in range(decoding.max_new_tokens):
-            token = choose_token(out.logits[0, -1].float(), answer, decoding, generator).token
+            logits = out.logits[0, -1].float()
+            if prior is not None:
+                if int(logits.argmax()) in engine.stop_ids:  # the document-conditioned model ends the answer
+                    break
+                logits = contrasted(logits, prior.logits[0, -1].float(), decoding.contrast)
+            token = choose_token(logits, answer, decoding, generator).token
             if token in engine.stop_ids:
                 break
             answer.append(token)
             out = engine.model(torch.tensor([[token]]), past_key_values=out.past_key_values, use_cache=True)
+            if prior is not None:
+                prior = engine.model(torch.tensor([[token]]), past_key_values=prior.past_key_values, use_cache=True)
     return answer
 
 
@@ -71,6 +83,26 @@ def test_answer_equals_full_kv_generation_under_the_default_rules(arch, decoding
         assert stats.token_ids == reference
         assert stats.stopped_by == ("length" if len(reference) == 24 else "end")
     assert len(stats.token_ids) > 0
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_a_contrasted_answer_equals_full_kv_generation_contrasted_with_the_question_alone(arch):
+    engine = Engine(tiny_loaded(arch), PotConfig(pot_size=512, keep_size=256, forward_tokens=37))
+    document = random_ids(180, seed=5)
+    pot = engine.read([document[:100], document[100:]])
+    question = "What is the passkey?"
+    decoding = DecodingConfig(max_new_tokens=16, no_repeat_ngram=0, stop_on_repeat=False, contrast=1.0)
+    stats, plain_stats = AnswerStats(), AnswerStats()
+    "".join(engine.answer(pot, question, decoding, stats=stats))
+    request = engine.answer_prompt_ids(question)
+    reference = reference_with_rules(
+        engine, engine.prefix_ids + document + request, decoding, prior_ids=engine.prefix_ids + request
+    )
+    assert stats.token_ids == reference and len(reference) > 0
+    # the contrast changes the answer of these random weights, and the opening's pot is left as it was
+    "".join(engine.answer(pot, question, DecodingConfig(16, no_repeat_ngram=0, stop_on_repeat=False), plain_stats))
+    assert plain_stats.token_ids != stats.token_ids
+    assert engine.opening_pot().entries == len(engine.prefix_ids)
 
 
 def test_the_old_length_argument_still_works_with_the_default_rules():

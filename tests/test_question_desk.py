@@ -114,6 +114,7 @@ def test_the_page_wires_the_question_features_and_stop_cancels_them(infinipot_ho
         "ip-temperature",
         "ip-top-p",
         "ip-seed",
+        "ip-contrast",
         "ip-stop-on-repeat",
     ]
     assert [name.replace("_", "-") for name in ANSWER_NAMES] == [
@@ -166,7 +167,7 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
 
     monkeypatch.setattr(workspace.service, "ask", spy)
     chat = {"doc_id": doc_id, "conversation_id": None}
-    sampled = dict(max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False)
+    sampled = dict(max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False, contrast=0.5)
     for values in (
         answer_args(answer_from="pot", **sampled),
         answer_args(answer_from="focus", focus_entries=32, max_new_tokens=5),
@@ -178,7 +179,7 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
 
     assert [s.answer_from for s in asked] == ["pot", "focus", "evidence"]
     assert asked[0].decoding == DecodingConfig(
-        max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False
+        max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False, contrast=0.5
     )
     assert asked[1].focus_entries == 32 and asked[2].evidence.budget_tokens == 100
     assert asked[2].evidence.pot_entries is None and asked[2].evidence.read_spans == 2
@@ -199,6 +200,7 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
         ({"temperature": None}, "temperature must be a number, got None"),
         ({"top_p": 0}, "top_p must be above 0 and at most 1, got 0.0"),
         ({"seed": 2.5}, "seed must be a whole number, got 2.5"),
+        ({"contrast": -1}, "contrast must be a number from 0 (off) to 10, got -1.0"),
         ({"evidence_tokens": 0}, "evidence budget must be at least 1 token, got 0"),
         ({"evidence_ranking": "bm25"}, "evidence ranking must be one of attention, words, both, got 'bm25'"),
         ({"evidence_pot": "half"}, "pot entries before the passages must be 'all' or a whole number, got 'half'"),

@@ -111,6 +111,13 @@ def add_decoding_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-repeats", action="store_true", help="do not end the answer when it starts repeating a sentence"
     )
+    parser.add_argument(
+        "--contrast",
+        type=float,
+        default=DECODING.contrast,
+        help="answers to questions: favour what the document makes likelier over what the model would say without it: "
+        f"0 off, up to 10 (default {DECODING.contrast:g})",
+    )
 
 
 def decoding_config(args: argparse.Namespace) -> DecodingConfig:
@@ -121,6 +128,7 @@ def decoding_config(args: argparse.Namespace) -> DecodingConfig:
         seed=args.seed,
         no_repeat_ngram=args.no_repeat_ngram,
         stop_on_repeat=not args.allow_repeats,
+        contrast=args.contrast,
     )
 
 

@@ -146,6 +146,7 @@ class AnswerChoices:
     temperature: float = _DECODING.temperature
     top_p: float = _DECODING.top_p
     seed: int = _DECODING.seed
+    contrast: float = _DECODING.contrast
     stop_on_repeat: bool = _DECODING.stop_on_repeat
 
     def decoding(self) -> DecodingConfig:
@@ -156,6 +157,7 @@ class AnswerChoices:
             top_p=number("top-p", self.top_p),
             seed=whole_number("seed", self.seed),
             stop_on_repeat=bool(self.stop_on_repeat),
+            contrast=number("contrast", self.contrast),
         )
 
     def answer_settings(self) -> AnswerSettings:
@@ -191,6 +193,8 @@ class AnswerChoices:
             picking = f"sampled at temperature {decoding.temperature:g}, top-p {decoding.top_p:g}, seed {decoding.seed}"
         else:
             picking = "the most likely word each time (greedy)"
+        if decoding.contrast:
+            picking += f", contrasted with the answer without the document (weight {decoding.contrast:g})"
         ending = "stop when they repeat themselves" if decoding.stop_on_repeat else "may repeat themselves"
         return (
             f"Answers are valid: from {source}; {picking}; at most {decoding.max_new_tokens:,} tokens; they {ending}. "

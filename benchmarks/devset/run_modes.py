@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from .check import load_questions
@@ -56,17 +57,27 @@ CEILING_PER_DOCUMENT = {"libtasn1": 43, "mime-spec": 43, "story": 64, "log": 25}
 
 
 def run_name(
-    mode: str, budget: int | None, pot_entries: int | None = None, read_spans: int = 0, question_first: bool = False
+    mode: str,
+    budget: int | None,
+    pot_entries: int | None = None,
+    read_spans: int = 0,
+    question_first: bool = False,
+    contrast: float = 0.0,
 ) -> str:
     """`evidence@768` (every candidate within the budget read after the template's opening alone,
     EvidenceConfig.pot_entries 0), `evidence@768+pot` (after the whole pot), `evidence@768+pot256` (after a copy
     distilled to 256 entries); `/read3`: only the 3 candidates the question is likeliest after are read; `/qfirst`:
-    the question is also written before the spans."""
+    the question is also written before the spans; `/contrast0.5`: context-contrast decoding with that weight
+    (DecodingConfig.contrast), in any mode."""
+    contrasted = f"/contrast{contrast:g}" if contrast else ""
     if mode != "evidence":
-        return mode
+        return mode + contrasted
     after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
     return (
-        f"{mode}@{budget}{after}" + (f"/read{read_spans}" if read_spans else "") + ("/qfirst" if question_first else "")
+        f"{mode}@{budget}{after}"
+        + (f"/read{read_spans}" if read_spans else "")
+        + ("/qfirst" if question_first else "")
+        + contrasted
     )
 
 
@@ -82,7 +93,12 @@ def record_read(record: dict) -> int:
 
 def record_run(record: dict) -> str:
     name = run_name(
-        record["mode"], record.get("budget"), record_pot(record), record_read(record), record_question_first(record)
+        record["mode"],
+        record.get("budget"),
+        record_pot(record),
+        record_read(record),
+        record_question_first(record),
+        record.get("contrast", 0.0),
     )
     return name + ("/best-last" if record["mode"] == "evidence" and record.get("order") == "likelihood" else "")
 
@@ -102,6 +118,7 @@ def record_key(record: dict) -> tuple:
         record_read(record),
         record_question_first(record),
         record.get("order", "document") if evidence else "document",
+        record.get("contrast", 0.0),
     )
 
 
@@ -211,7 +228,7 @@ def answer_all(
     records_path, errors_path, reads_path = out / "modes.jsonl", out / "modes-errors.jsonl", out / "modes-reads.json"
     done = {record_key(r) for r in read_jsonl(records_path)}
     reads = json.loads(reads_path.read_text()) if reads_path.is_file() else {}
-    decoding = AnswerSettings().decoding
+    decoding = replace(AnswerSettings().decoding, contrast=args.contrast)
     started = time.perf_counter()
     service = DocumentService(Path(args.home), device="cpu")
     answered = errors = 0
@@ -227,7 +244,16 @@ def answer_all(
             (mode, budget, pot, read, q)
             for mode, budget, pot, read in runs
             for q in items
-            if (q["id"], mode, budget, pot, read, args.question_first and mode == "evidence", order_of(mode))
+            if (
+                q["id"],
+                mode,
+                budget,
+                pot,
+                read,
+                args.question_first and mode == "evidence",
+                order_of(mode),
+                args.contrast,
+            )
             not in done
         ]
         if not todo:
@@ -294,7 +320,10 @@ def answer_all(
                 "read_spans": read_spans,
                 "question_first": args.question_first and mode == "evidence",
                 "order": args.order if mode == "evidence" else "document",
-                "run": run_name(mode, budget, pot_entries, read_spans, args.question_first and mode == "evidence"),
+                "contrast": args.contrast,
+                "run": run_name(
+                    mode, budget, pot_entries, read_spans, args.question_first and mode == "evidence", args.contrast
+                ),
                 "question": question["question"],
                 "answer": answer,
                 "ttft_seconds": None if stats.first_token_seconds is None else round(stats.first_token_seconds, 3),
@@ -754,6 +783,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--question-first", action="store_true", help="evidence: also write the question before the spans"
+    )
+    parser.add_argument(
+        "--contrast", type=float, default=0.0, help="context-contrast weight of the decoding (DecodingConfig.contrast)"
     )
     parser.add_argument("--questions", type=int, default=None, help="first N questions of each document")
     parser.add_argument("--ids", default="", help="only these question ids, comma-separated")

@@ -291,12 +291,24 @@ class InfiniPotApp:
                     precision=0,
                     elem_id="ip-seed",
                 )
-            c.stop_on_repeat = gr.Checkbox(
-                label="Stop when the answer repeats itself",
-                info="ends the answer before a sentence or line it already wrote (repeat stop)",
-                value=defaults["stop_on_repeat"],
-                elem_id="ip-stop-on-repeat",
-            )
+            with gr.Row():
+                c.contrast = gr.Slider(
+                    label="Stick to the document",
+                    info="contrast: each word is chosen for how much likelier the document makes it than the "
+                    "model's answer without the document · 0: off",
+                    minimum=0,
+                    maximum=2,
+                    step=0.05,
+                    value=defaults["contrast"],
+                    elem_id="ip-contrast",
+                )
+                c.stop_on_repeat = gr.Checkbox(
+                    label="Stop when the answer repeats itself",
+                    info="ends the answer before a sentence or line it already wrote, or a run-on chain of "
+                    "characters (repeat stop)",
+                    value=defaults["stop_on_repeat"],
+                    elem_id="ip-stop-on-repeat",
+                )
         c.answers_notice = gr.Markdown(elem_id="ip-answers-notice")
 
     def wire_events(self, blocks: gr.Blocks) -> None:
@@ -325,6 +337,7 @@ class InfiniPotApp:
             c.temperature,
             c.top_p,
             c.seed,
+            c.contrast,
             c.stop_on_repeat,
         ]
         buttons = [c.cancel, c.resume, c.delete]

@@ -42,6 +42,7 @@ ANSWER_NAMES = (
     "temperature",
     "top_p",
     "seed",
+    "contrast",
     "stop_on_repeat",
 )
 
