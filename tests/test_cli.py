@@ -136,9 +136,12 @@ def test_the_decoding_flags_of_ask_and_summarize_become_the_decoding_config():
     flags = ["--max-new-tokens", "40", "--temperature", "0.7", "--top-p", "0.9", "--seed", "3"]
     flags += ["--no-repeat-ngram", "0", "--allow-repeats", "--contrast", "0.5"]
     expected = DecodingConfig(40, temperature=0.7, top_p=0.9, seed=3, no_repeat_ngram=0, stop_on_repeat=False)
-    for command in (["ask", "doc", "Why?"], ["summarize", "doc"]):
-        args = build_parser().parse_args([*command, *flags])
-        assert decoding_config(args) == DecodingConfig(**{**expected.__dict__, "contrast": 0.5})
+    for command in (["ask", "doc", "Why?"], ["ask-across", "a", "b", "--question", "Why?"], ["summarize", "doc"]):
+        questions = command[0] != "summarize"  # a summary answers no question: nothing to contrast
+        args = build_parser().parse_args([*command, *(flags if questions else flags[:-2])])
+        assert decoding_config(args) == (
+            DecodingConfig(**{**expected.__dict__, "contrast": 0.5}) if questions else expected
+        )
         assert decoding_config(build_parser().parse_args(command)) == DecodingConfig()
 
 

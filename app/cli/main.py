@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument("doc")
     summarize.add_argument("--new", action="store_true", help="make a new summary instead of the stored one")
-    add_decoding_options(summarize)
+    add_decoding_options(summarize, questions=False)
     add_runtime_options(summarize)
     summarize.add_argument("--json", action="store_true")
 

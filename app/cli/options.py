@@ -90,7 +90,8 @@ def names_a_pot(args: argparse.Namespace) -> bool:
     return args.no_cr_rope or args.model != "default" or args.dtype != "auto" or named
 
 
-def add_decoding_options(parser: argparse.ArgumentParser) -> None:
+def add_decoding_options(parser: argparse.ArgumentParser, questions: bool = True) -> None:
+    """The decoding flags; `questions` adds the one that applies only to answers to a question (--contrast)."""
     parser.add_argument(
         "--max-new-tokens",
         type=int,
@@ -111,6 +112,8 @@ def add_decoding_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-repeats", action="store_true", help="do not end the answer when it starts repeating a sentence"
     )
+    if not questions:
+        return
     parser.add_argument(
         "--contrast",
         type=float,
@@ -128,7 +131,7 @@ def decoding_config(args: argparse.Namespace) -> DecodingConfig:
         seed=args.seed,
         no_repeat_ngram=args.no_repeat_ngram,
         stop_on_repeat=not args.allow_repeats,
-        contrast=args.contrast,
+        contrast=getattr(args, "contrast", DECODING.contrast),
     )
 
 
