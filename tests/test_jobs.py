@@ -169,6 +169,10 @@ def test_answer_choices_default_to_the_services_settings_and_are_described():
     assert "a question-focused copy of the memory pot (512 entries)" in form.describe()
     assert "sampled at temperature 0.7, top-p 1, seed 3" in form.describe()
     assert "may repeat themselves" in AnswerChoices(answer_from="pot", stop_on_repeat=False).describe()
+    assert "contrasted" not in text
+    contrasted = AnswerChoices(contrast=0.5)
+    assert contrasted.answer_settings().decoding.contrast == 0.5
+    assert "greedy), contrasted with the answer without the document (weight 0.5)" in contrasted.describe()
 
 
 def test_uploaded_names_cannot_escape_the_upload_folder():

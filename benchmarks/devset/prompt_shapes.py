@@ -32,6 +32,13 @@ from .score import evidence_holds, format_table, score_answer, summarize
 RESULTS = Path(__file__).with_name("results")
 ANSWER_FROM_TEXT = "Answer from the text above in one short sentence. "
 OWN_WORDS = "Answer from the text above in one short sentence, using the text's own words. "
+# One worked example for layout i: made up, sharing no words of note with the development documents.
+EXAMPLE_PASSAGE = (
+    "The bridge over the Varn river was finished in 1887 after four years of work. It is 212 metres long and "
+    "carries two railway tracks. Its engineer, Ada Holm, also designed the station at Lessing."
+)
+EXAMPLE_QUESTION = "How long is the bridge over the Varn?"
+EXAMPLE_ANSWER = "The bridge over the Varn is 212 metres long."
 QUOTE_SYSTEM = "You answer questions about a text. Quote the answer from the text in one short sentence."
 
 # name -> (description, builder(passage, question) -> chat messages)
@@ -82,6 +89,15 @@ LAYOUTS = {
                 "role": "user",
                 "content": f"{p}\n\nAnswer from the text above in one short sentence.\nQuestion: {q}\nAnswer:",
             }
+        ],
+    ),
+    "i-one-example": (
+        f"layout c after one worked example (user: example passage + {ANSWER_FROM_TEXT!r} + example question; "
+        "assistant: a one-sentence answer naming the exact value)",
+        lambda p, q: [
+            {"role": "user", "content": f"{EXAMPLE_PASSAGE}\n\n{ANSWER_FROM_TEXT}{EXAMPLE_QUESTION}"},
+            {"role": "assistant", "content": EXAMPLE_ANSWER},
+            {"role": "user", "content": f"{p}\n\n{ANSWER_FROM_TEXT}{q}"},
         ],
     ),
 }
