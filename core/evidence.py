@@ -104,6 +104,11 @@ class EvidenceConfig:
             )
 
 
+def after_pot_suffix(pot_entries: int | None) -> str:
+    """How benchmark reports name what the passages follow: "" alone (0), "+pot" the whole pot (None), "+potN"."""
+    return "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
+
+
 def parse_pot_entries(text: str) -> int | None:
     """EvidenceConfig.pot_entries from a user's words: "all" (the whole pot) or a whole number of entries."""
     text = text.strip().lower()

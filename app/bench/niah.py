@@ -30,7 +30,13 @@ from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
-from infinipot.core.evidence import EvidenceConfig, find_evidence, parse_pot_entries, spans_to_read
+from infinipot.core.evidence import (
+    EvidenceConfig,
+    after_pot_suffix,
+    find_evidence,
+    parse_pot_entries,
+    spans_to_read,
+)
 from infinipot.core.pot import Pot
 from infinipot.core.scorers import make_scorer
 
@@ -121,8 +127,7 @@ class NiahSettings:
 
     def evidence_label(self, method: str, pot_entries: int | None) -> str:
         """`+evidence`: the passages alone (the default); `+evidence+pot`: after the whole pot; `+evidence+potN`."""
-        after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
-        return f"{method}+evidence{after}"
+        return f"{method}+evidence{after_pot_suffix(pot_entries)}"
 
     def focus_label(self, method: str) -> str:
         """The report's name for a method's focused answers."""

@@ -72,9 +72,10 @@ def run_name(
     contrasted = f"/contrast{contrast:g}" if contrast else ""
     if mode != "evidence":
         return mode + contrasted
-    after = "+pot" if pot_entries is None else ("" if pot_entries == 0 else f"+pot{pot_entries}")
+    from infinipot.core.evidence import after_pot_suffix
+
     return (
-        f"{mode}@{budget}{after}"
+        f"{mode}@{budget}{after_pot_suffix(pot_entries)}"
         + (f"/read{read_spans}" if read_spans else "")
         + ("/qfirst" if question_first else "")
         + contrasted
