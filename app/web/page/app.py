@@ -295,7 +295,7 @@ class InfiniPotApp:
                 c.contrast = gr.Slider(
                     label="Stick to the document",
                     info="contrast: each word is chosen for how much likelier the document makes it than the "
-                    "model's answer without the document · 0: off",
+                    "model's answer without the document; questions only, not summaries · 0: off (default)",
                     minimum=0,
                     maximum=2,
                     step=0.05,
