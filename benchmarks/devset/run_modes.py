@@ -123,6 +123,22 @@ def record_key(record: dict) -> tuple:
     )
 
 
+def run_fields(
+    args: argparse.Namespace, mode: str, budget: int | None, pot_entries: int | None, read_spans: int
+) -> dict:
+    """The settings a record of this run carries (what record_key and record_run read back)."""
+    evidence = mode == "evidence"
+    return {
+        "mode": mode,
+        "budget": budget,
+        "pot_entries": pot_entries,
+        "read_spans": read_spans,
+        "question_first": args.question_first and evidence,
+        "order": args.order if evidence else "document",
+        "contrast": args.contrast,
+    }
+
+
 def parse_pot_entries(text: str) -> list[int | None]:
     """`--evidence-pot`: comma-separated entries before the passages, `all` for the whole pot."""
     return [None if part.strip() == "all" else int(part) for part in text.split(",") if part.strip()]
@@ -237,25 +253,11 @@ def answer_all(
     for question in questions:
         by_document.setdefault(question["document"], []).append(question)
     for document, items in by_document.items():
-
-        def order_of(mode: str) -> str:
-            return args.order if mode == "evidence" else "document"
-
         todo = [
             (mode, budget, pot, read, q)
             for mode, budget, pot, read in runs
             for q in items
-            if (
-                q["id"],
-                mode,
-                budget,
-                pot,
-                read,
-                args.question_first and mode == "evidence",
-                order_of(mode),
-                args.contrast,
-            )
-            not in done
+            if record_key({"id": q["id"], **run_fields(args, mode, budget, pot, read)}) not in done
         ]
         if not todo:
             print(f"{document}: all {len(items) * len(runs)} answers already in {records_path}", flush=True)
@@ -312,19 +314,12 @@ def answer_all(
                 {k: c.get(k) for k in ("label", "page", "line", "token", "score", "snippet")}
                 for c in (stats.citations or [])
             ]
+            fields = run_fields(args, mode, budget, pot_entries, read_spans)
             record = {
                 "id": question["id"],
                 "document": document,
-                "mode": mode,
-                "budget": budget,
-                "pot_entries": pot_entries,
-                "read_spans": read_spans,
-                "question_first": args.question_first and mode == "evidence",
-                "order": args.order if mode == "evidence" else "document",
-                "contrast": args.contrast,
-                "run": run_name(
-                    mode, budget, pot_entries, read_spans, args.question_first and mode == "evidence", args.contrast
-                ),
+                **fields,
+                "run": run_name(mode, budget, pot_entries, read_spans, fields["question_first"], fields["contrast"]),
                 "question": question["question"],
                 "answer": answer,
                 "ttft_seconds": None if stats.first_token_seconds is None else round(stats.first_token_seconds, 3),
