@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from infinipot.core.rerank import best_spans
+
 from .check import load_questions
 from .documents import DEFAULT_DIR, document_path
 from .score import evidence_holds
@@ -43,13 +45,9 @@ def _wording(name: str) -> str:
     return repr(wording) if wording else "none, the question follows the span"
 
 
-def ranked(scores: list[float]) -> list[int]:
-    return sorted(range(len(scores)), key=lambda index: (-scores[index], index))
-
-
 def recall_at(records: list[dict], scorer: str, k: int) -> int:
     """Questions where one of the k best candidates by `scorer` holds the answer."""
-    return sum(any(r["holds"][i] for i in ranked(r["scores"][scorer])[:k]) for r in records)
+    return sum(any(r["holds"][i] for i in best_spans(r["scores"][scorer], k)) for r in records)
 
 
 def score_candidates(args: argparse.Namespace, budget: int, max_spans: int, prompts: list[str]) -> list[dict]:
