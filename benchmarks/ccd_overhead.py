@@ -6,7 +6,8 @@ Both readers see the same haystack tokens with the same model, in forward pieces
 plain one trims its cache to the same window; the runs alternate (plain first, then CCD first) so that load
 on a shared machine falls on both alike. Prints one markdown row per run and a JSON summary line: the median
 of the per-run throughput ratios (CCD / plain, 1.0 = free), and the share of CCD's time spent in compressions
-(catalyst pass, selection, CR-RoPE); one summary per dtype, after a first line with the CPU flags that decide
+(catalyst attention, selection, CR-RoPE; the catalyst prompt rides along with the piece that fills the pot, so
+its part is the time its attention weights take there); one summary per dtype, after a first line with the CPU flags that decide
 `--dtype auto` and the thread count.
 """
 
@@ -22,6 +23,7 @@ import torch
 
 from infinipot.app.bench.haystack import haystack_ids
 from infinipot.app.bench.speed import plain_chunked_forward
+from infinipot.core import hf_adapter
 from infinipot.core.config import NUC_UNITS, PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.model import ModelSpec, load_model
@@ -31,12 +33,14 @@ from infinipot.storage.paths import data_home
 
 
 class MethodTimer:
-    """Adds up the wall time of one ContinualReader method (its compressions, its NuC pass) while installed."""
+    """Adds up the wall time of one function while installed: a ContinualReader method (its compressions, its NuC
+    pass) or a module's function (the ride-along catalyst's weights in core.hf_adapter)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, owner=ContinualReader) -> None:
         self.name = name
+        self.owner = owner
         self.seconds = 0.0
-        self._original = getattr(ContinualReader, name)
+        self._original = getattr(owner, name)
 
     def __enter__(self) -> MethodTimer:
         timer = self
@@ -48,11 +52,11 @@ class MethodTimer:
             finally:
                 timer.seconds += time.perf_counter() - started
 
-        setattr(ContinualReader, self.name, timed)
+        setattr(self.owner, self.name, timed)
         return self
 
     def __exit__(self, *_exc) -> None:
-        setattr(ContinualReader, self.name, self._original)
+        setattr(self.owner, self.name, self._original)
 
 
 def cpu_flags() -> dict:
@@ -77,11 +81,15 @@ def measure(loaded, args: argparse.Namespace) -> dict:
         return time.perf_counter() - started
 
     def ccd() -> tuple[float, float, float, int]:
-        with MethodTimer("_compress") as compressing, MethodTimer("_novelty") as novelty:
+        with (
+            MethodTimer("_compress") as compressing,
+            MethodTimer("_novelty") as novelty,
+            MethodTimer("_last_queries_weights", hf_adapter) as ridden,
+        ):
             started = time.perf_counter()
             pot = engine.read([ids])
             seconds = time.perf_counter() - started
-        return seconds, compressing.seconds, novelty.seconds, pot.cycles
+        return seconds, compressing.seconds + ridden.seconds, novelty.seconds, pot.cycles
 
     dtype = dtype_name(loaded.dtype)
     ratios, shares, nuc_shares, plain_speeds, ccd_speeds = [], [], [], [], []

@@ -11,6 +11,15 @@ from .scorers import LayerEvidence, Scorer
 from .selection import select_entries, select_latest
 
 
+def reduce_trailing_catalyst(entries: int):
+    """The `reduce` for hf_adapter.trailing_attention that gives what catalyst_attention gives: (H_kv, entries)."""
+
+    def reduce(_layer_idx: int, weights: torch.Tensor) -> torch.Tensor:
+        return weights[..., :entries].sum(dim=2).mean(dim=1)  # (H_kv, g, P, T_kv) -> (H_kv, entries)
+
+    return reduce
+
+
 def catalyst_attention(model, cache, catalyst_ids: list[int], start_position: int) -> list[torch.Tensor]:
     """Append the catalyst prompt, return each layer's CaP attention over the older entries, take CaP out.
 
@@ -92,18 +101,31 @@ def select_kept(
         latest = select_latest(pot.origin < sink_tokens, keep)  # protected (L, H_kv, n): Pot.sink_mask of each layer
         if latest is not None:
             return latest
+    layers = range(len(pot.keys))
+    scores = torch.stack(
+        [
+            scorer.score(
+                LayerEvidence(
+                    catalyst=None if catalyst is None else catalyst[layer],
+                    novelty=pot.novelty[layer],
+                    origin=pot.origin[layer],
+                    keep=keep,
+                    **{name: t[layer] for name, t in carried.items()},
+                )
+            )
+            for layer in layers
+        ]
+    )  # (L, H_kv, n)
+    protected = torch.stack([pot.sink_mask(layer, sink_tokens) for layer in layers])  # (L, H_kv, n)
+    counts = protected.sum(dim=-1)  # (L, H_kv)
+    if bool((counts == counts[0, 0]).all()):  # one ranking over every (layer, head) row at once
+        idx, reasons = select_entries(
+            scores.flatten(0, 1), pot.novelty.flatten(0, 1), protected.flatten(0, 1), keep, scorer.novelty_share
+        )  # (L * H_kv, keep) each
+        return idx.view(*scores.shape[:2], keep), reasons.view(*scores.shape[:2], keep)
     kept_idx, reasons = [], []
-    for layer in range(len(pot.keys)):
-        evidence = LayerEvidence(
-            catalyst=None if catalyst is None else catalyst[layer],
-            novelty=pot.novelty[layer],
-            origin=pot.origin[layer],
-            keep=keep,
-            **{name: t[layer] for name, t in carried.items()},
-        )
-        idx, reason = select_entries(
-            scorer.score(evidence), pot.novelty[layer], pot.sink_mask(layer, sink_tokens), keep, scorer.novelty_share
-        )
+    for layer in layers:  # select_entries takes one sink count for all its rows
+        idx, reason = select_entries(scores[layer], pot.novelty[layer], protected[layer], keep, scorer.novelty_share)
         kept_idx.append(idx)
         reasons.append(reason)
     return torch.stack(kept_idx), torch.stack(reasons)
@@ -119,14 +141,16 @@ def distill(
     sink_tokens: int,
     cr_rope: bool,
     carried: dict[str, torch.Tensor] | None = None,
+    catalyst: list[torch.Tensor] | None = None,
 ) -> Pot:
     """One full compression of the pot held in `cache`: the catalyst pass when the scorer needs it, then selection.
 
     A scorer that reads attention from the reading pass gets it from `carried`; without it (answer time)
-    the queries of `catalyst_ids` (the request) stand in, through the same catalyst pass.
+    the queries of `catalyst_ids` (the request) stand in, through the same catalyst pass. `catalyst`: the
+    catalyst attention per layer (H_kv, n) when it was already taken over exactly this cache (the reader's
+    ride-along, core.reader), which saves the pass.
     """
-    catalyst = None
-    if scorer.needs_catalyst:
+    if scorer.needs_catalyst and catalyst is None:
         catalyst = catalyst_attention(model, cache, catalyst_ids, pot.next_position)
     stand_in = scorer.reading_attention is not None and "attention" not in (carried or {})
     if stand_in:

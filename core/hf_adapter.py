@@ -11,12 +11,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
-from transformers import DynamicCache
+from transformers import AttentionInterface, AttentionMaskInterface, DynamicCache
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import sdpa_mask
 
 # The attention implementation is a setting of the whole model, and the app runs a read (catalyst passes) and
 # an answer (citations, answer-time distillation) on one model in two threads: without this lock one thread's
 # switch back to SDPA could land in the middle of the other's eager pass, whose weights would then be missing.
 _EAGER_LOCK = threading.RLock()
+
+# SDPA that also hands the attention weights of the last few queries to a callback (see trailing_attention).
+_TRAILING_IMPLEMENTATION = "infinipot-sdpa-trailing"
+# Per thread, while trailing_attention is active in it: (query count, callback). Another thread running the same
+# model meanwhile (the app's answer beside a read) finds nothing here and gets plain SDPA.
+_trailing = threading.local()
 
 
 def new_cache() -> DynamicCache:
@@ -124,6 +132,27 @@ def vocab_logits(model: torch.nn.Module, hidden: torch.Tensor, upcast: bool = Tr
     return logits
 
 
+def vocab_logits_into(model: torch.nn.Module, hidden: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """`vocab_logits(model, hidden, upcast=False)` for (r, hidden) rows, written into `out` (r, vocab).
+
+    The same values (the head's own matrix product), without a fresh (r, vocab) tensor per call: on a CPU each
+    new tensor of that size is tens of megabytes of first-touch page faults, which cost as much as the
+    product itself (benchmarks/nuc_pass.py).
+    """
+    head = model.get_output_embeddings()
+    if isinstance(head, torch.nn.Linear):
+        if head.bias is None:
+            torch.mm(hidden, head.weight.t(), out=out)
+        else:
+            torch.addmm(head.bias, hidden, head.weight.t(), out=out)
+    else:
+        out.copy_(head(hidden))
+    cap = final_logit_softcap(model)
+    if cap:
+        out.div_(cap).tanh_().mul_(cap)
+    return out
+
+
 @contextmanager
 def eager_attention(model: torch.nn.Module) -> Iterator[None]:
     """Run the model with eager attention, the only implementation that returns attention weights.
@@ -165,3 +194,71 @@ def captured_attention(model: torch.nn.Module, reduce) -> Iterator[list]:
     finally:
         for handle in handles:
             handle.remove()
+
+
+def rides_along(model: torch.nn.Module) -> bool:
+    """Whether `trailing_attention` can record on this model: it reads with SDPA (CPU, or CUDA without flash-attn)."""
+    return model.config._attn_implementation in ("sdpa", _TRAILING_IMPLEMENTATION)
+
+
+@contextmanager
+def trailing_attention(model: torch.nn.Module, count: int, reduce) -> Iterator[list]:
+    """Collect `reduce(layer_idx, weights)` for the attention of the last `count` queries of the next forward.
+
+    `weights` is (H_kv, g, count, T_kv) in fp32: query head h * g + j of GQA group h is [h, j] (transformers'
+    repeat_kv order), softmax over the same mask and scale as the SDPA pass that computes every query's output.
+    This lets a short prompt ride along at the end of a long forward piece instead of running a pass of its
+    own; the model must read with SDPA (`rides_along`).
+    """
+    if not rides_along(model):
+        raise RuntimeError(f"trailing attention needs SDPA, not {model.config._attn_implementation}")
+    if _TRAILING_IMPLEMENTATION not in AttentionInterface._global_mapping:
+        AttentionInterface.register(_TRAILING_IMPLEMENTATION, _sdpa_recording_trailing)
+        AttentionMaskInterface.register(_TRAILING_IMPLEMENTATION, sdpa_mask)
+    results: list = [None] * len(attention_modules(model))
+    with _EAGER_LOCK:
+        previous = model.config._attn_implementation
+        model.set_attn_implementation(_TRAILING_IMPLEMENTATION)
+        _trailing.request = (count, reduce, results)
+        try:
+            yield results
+        finally:
+            _trailing.request = None
+            model.set_attn_implementation(previous)
+
+
+def _sdpa_recording_trailing(module, query, key, value, attention_mask, **kwargs):
+    """SDPA's output for every query; for this thread's trailing_attention, also the last queries' weights."""
+    output = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    request = getattr(_trailing, "request", None)
+    if request is not None:
+        count, reduce, results = request
+        weights = _last_queries_weights(query, key, attention_mask, count, kwargs)  # (H_kv, g, count, T_kv)
+        results[module.layer_idx] = reduce(module.layer_idx, weights)
+    return output
+
+
+def _last_queries_weights(query, key, attention_mask, count: int, kwargs: dict) -> torch.Tensor:
+    """Softmax weights (H_kv, g, count, T_kv) fp32 of the last `count` queries (1, H_q, T_q, D) over `key`
+    (1, H_kv, T_kv, D), grouped by KV head so the keys are never repeated per query head.
+
+    Scores and softmax in fp32, from the model's queries and keys. Three passes over the (H_kv, g * count, T_kv)
+    scores and no more: on a CPU each extra pass (a bf16 product then its upcast, a scaling, an out-of-place
+    mask) cost more than the product itself (the upcast keys are a tenth of that size).
+    """
+    kv_heads, kv_length, dim = key.shape[1], key.shape[2], key.shape[3]
+    groups = query.shape[1] // kv_heads
+    scale = kwargs.get("scaling") or dim**-0.5
+    grouped = (query[0, :, -count:].float() * scale).reshape(kv_heads, groups * count, dim)  # (H_kv, g * count, D)
+    keys = key[0].float().transpose(1, 2)  # (H_kv, D, T_kv)
+    scores = torch.bmm(grouped, keys).view(kv_heads, groups, count, kv_length)  # fp32
+    if attention_mask is None:  # SDPA's is_causal case: query i of T_q sees the keys up to its own position
+        first = kv_length - count
+        keys_seen = torch.arange(kv_length, device=key.device)
+        hidden = keys_seen[None, :] > torch.arange(first, kv_length, device=key.device)[:, None]  # (count, T_kv)
+        scores.masked_fill_(hidden, float("-inf"))
+    elif attention_mask.dtype == torch.bool:
+        scores.masked_fill_(~attention_mask[0, 0, -count:], float("-inf"))  # (count, T_kv) True: attend
+    else:  # an additive float mask
+        scores = scores + attention_mask[0, 0, -count:].float()
+    return torch.softmax(scores, dim=-1)  # (H_kv, g, count, T_kv)

@@ -12,7 +12,7 @@ import torch
 from . import hf_adapter
 from .capacity import check_full_context
 from .config import PotConfig
-from .distill import distill
+from .distill import distill, reduce_trailing_catalyst
 from .errors import PotTooSmallError
 from .pot import Pot
 from .reading_evidence import ReadingEvidence
@@ -21,7 +21,8 @@ from .selection import KEPT_READ
 from .tail_queue import TailQueue
 from .words import TokenBoundaries, max_over_sentences, share_with_edges, sum_over_words
 
-# Rows of LM-head logits computed at once for NuC: bounds the (rows, vocab) buffer to ~50 MB at 49K vocab.
+# Rows of LM-head logits computed at once for NuC: bounds each of the two (rows, vocab) buffers to ~50 MB at 49K
+# vocab in float32 (25 MB in bfloat16).
 _NOVELTY_ROWS = 256
 
 
@@ -68,6 +69,12 @@ class ContinualReader:
         self.sink_tokens = config.min_sink_tokens
         self.evidence = ReadingEvidence(self.scorer, hf_adapter.kv_heads(model))
         self.tail: TailQueue | None = None
+        # (2, rows, V) in the model's dtype, reused by every NuC slice (logits, then their log-softmax); dropped by
+        # `finish`. A new pair per slice was the larger part of the NuC pass on a CPU (page faults, not arithmetic).
+        self._novelty_buffers: torch.Tensor | None = None
+        # Catalyst attention per layer (H_kv, n) taken by the piece that just filled the pot, for the compression
+        # that follows it at once (see `_feed_pieces`); None otherwise.
+        self._ridden_catalyst: list[torch.Tensor] | None = None
         if self.scorer.rolling and self.kept_size() < 1:
             raise PotTooSmallError(
                 f"a window step of {config.rolling_step} leaves nothing to keep in a pot of {config.pot_size} entries "
@@ -103,6 +110,7 @@ class ContinualReader:
             )
         self.cache = hf_adapter.new_cache()
         self.pot = None
+        self._ridden_catalyst = None
         self.evidence.reset()
         if self.scorer.reads_ends_only:
             self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
@@ -113,6 +121,7 @@ class ContinualReader:
         """Continue reading after a stored pot (a checkpoint, or a log that grew)."""
         self.sink_tokens = self.scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
         self.pot = pot
+        self._ridden_catalyst = None
         self.evidence.reset()
         if self.scorer.reads_ends_only:
             self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
@@ -134,6 +143,7 @@ class ContinualReader:
         self.evidence.tensors = {name: t.clone() for name, t in state.evidence.items()}
         self.tail = copy.deepcopy(state.tail)
         self.sink_tokens = state.sink_tokens
+        self._ridden_catalyst = None
         self.cache = self.pot.as_cache()
 
     @torch.inference_mode()
@@ -151,6 +161,7 @@ class ContinualReader:
         if self.tail is not None and self.tail.pushed:
             ids, skipped = self.tail.drain()
             self._feed_pieces(ids, start_index=self.pot.tokens_read + skipped)
+        self._novelty_buffers = None
         return self.pot
 
     def _feed_pieces(self, ids: list[int], start_index: int | None = None) -> None:
@@ -166,10 +177,27 @@ class ContinualReader:
             if not self.scorer.compresses:
                 check_full_context(self.model, self.pot.entries + take, held=self.pot.entries)
             index = None if start_index is None else start_index + done
-            self._read(ids[done : done + take], prefix_len=self.pot.prefix_len, start_index=index)
+            # The piece that fills the pot, when more follows, is followed by a compression at once: the catalyst
+            # prompt rides along at its end, so one forward serves both (the weights are read once, not twice).
+            compresses_next = take == room and done + take < len(ids)
+            self._read(
+                ids[done : done + take],
+                prefix_len=self.pot.prefix_len,
+                start_index=index,
+                catalyst=compresses_next and self._catalyst_rides_along(),
+            )
             done += take
 
+    def _catalyst_rides_along(self) -> bool:
+        """Whether the catalyst pass can ride along with a reading piece (see `_read`)."""
+        return (
+            self.scorer.needs_catalyst
+            and self.evidence.attention_mode is None  # that reading pass runs eager attention of its own
+            and hf_adapter.rides_along(self.model)
+        )
+
     def _compress(self) -> None:
+        catalyst, self._ridden_catalyst = self._ridden_catalyst, None
         self.pot = distill(
             self.model,
             self.cache,
@@ -180,21 +208,39 @@ class ContinualReader:
             self.sink_tokens,
             self.config.cr_rope,
             carried=self.evidence.tensors,
+            catalyst=catalyst,
         )
         self.evidence.after_compression()
         self.cache = self.pot.as_cache()
         self._check_bound()
 
-    def _read(self, piece: list[int], prefix_len: int, start_index: int | None = None) -> None:
-        """Forward one piece into the cache and append its provenance and NuC scores."""
+    def _read(self, piece: list[int], prefix_len: int, start_index: int | None = None, catalyst: bool = False) -> None:
+        """Forward one piece into the cache and append its provenance and NuC scores.
+
+        `catalyst`: the catalyst prompt rides along after the piece in the same forward, at the positions a
+        catalyst pass right after it would take; its attention over the pot (the piece included) is kept for
+        the next compression and its entries are taken out of the cache again.
+        """
         pot = self.pot
         start_position = pot.next_position if pot else 0
         if start_index is None:
             start_index = pot.tokens_read if pot else 0
-        ids = torch.tensor([piece], device=self.device)  # (1, T)
-        positions = torch.arange(start_position, start_position + len(piece), device=self.device)[None]  # (1, T)
+        self._ridden_catalyst = None
+        extra = self.catalyst_ids if catalyst else []
+        ids = torch.tensor([piece + extra], device=self.device)  # (1, T + P)
+        positions = torch.arange(start_position, start_position + ids.shape[1], device=self.device)[None]  # (1, T + P)
         with self.evidence.capture(self.model) as attention:
-            hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T, hidden)
+            if catalyst:
+                entries = hf_adapter.cache_length(self.cache) + len(piece)
+                reduce = reduce_trailing_catalyst(entries)
+                with hf_adapter.trailing_attention(self.model, len(extra), reduce) as ridden:
+                    hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T + P, hidden)
+                hf_adapter.drop_last(self.cache, len(extra))
+                self._ridden_catalyst = ridden
+            else:
+                hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T, hidden)
+        hidden = hidden[: len(piece)]  # (T, hidden)
+        ids, positions = ids[:, : len(piece)], positions[:, : len(piece)]
         novelty, last_logprobs = self._novelty(hidden, ids[0], pot.last_logprobs if pot else None)
         if self.boundaries is not None:
             starts = self.boundaries.word_starts[ids[0]]  # (T,)
@@ -249,15 +295,25 @@ class ContinualReader:
         scores = torch.zeros(len(ids), dtype=torch.float32, device=hidden.device)
         if carried is not None:
             scores[0] = -carried[ids[0]]
+        logits_buffer, logprobs_buffer = self._buffers_for_novelty(hidden.dtype)
         logits = None
         for start in range(0, len(ids), _NOVELTY_ROWS):
             rows = hidden[start : start + _NOVELTY_ROWS]  # (r, hidden)
-            logits = hf_adapter.vocab_logits(self.model, rows, upcast=False)  # (r, V) model dtype
-            logprobs = torch.log_softmax(logits, dim=-1)  # (r, V)
+            logits = hf_adapter.vocab_logits_into(self.model, rows, logits_buffer[: len(rows)])  # (r, V) model dtype
+            logprobs = torch.log_softmax(logits, dim=-1, out=logprobs_buffer[: len(rows)])  # (r, V)
             targets = ids[start + 1 : start + 1 + len(rows)]  # next tokens inside the piece
             predicted = logprobs[: len(targets)].gather(1, targets[:, None])[:, 0]  # (t,)
             scores[start + 1 : start + 1 + len(targets)] = -predicted.float()
         return scores, torch.log_softmax(logits[-1].float(), dim=-1)  # (V,) fp32
+
+    def _buffers_for_novelty(self, dtype: torch.dtype) -> torch.Tensor:
+        """The reused (2, rows, V) pair for `_novelty`, made on first use."""
+        buffers = self._novelty_buffers
+        if buffers is None or buffers.dtype != dtype:
+            vocab = self.model.get_output_embeddings().weight.shape[0]
+            buffers = torch.empty(2, _NOVELTY_ROWS, vocab, dtype=dtype, device=self.device)
+            self._novelty_buffers = buffers
+        return buffers
 
     def _check_bound(self) -> None:
         entries = self.pot.entries

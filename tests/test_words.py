@@ -4,6 +4,7 @@ import pytest
 import torch
 from tiny_models import tiny_loaded, tiny_tokenizer
 
+from infinipot.core import reader as reader_module
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.words import (
@@ -141,6 +142,26 @@ def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
             assert not torch.allclose(novelty, bare, atol=1e-3)
         assert not torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
     assert torch.allclose(novelty, expected, atol=1e-3)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2"])
+def test_novelty_in_slices_through_the_reused_buffers_is_cross_entropy(monkeypatch, arch):
+    """Pieces of 40 tokens scored 7 rows at a time: the same two buffers serve every slice, the short last slice
+    of each piece and every piece; gemma2 caps its logits in them. The buffers are let go when the read ends."""
+    monkeypatch.setattr(reader_module, "_NOVELTY_ROWS", 7)
+    loaded = tiny_loaded(arch)
+    text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
+    ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
+    engine = Engine(loaded, PotConfig(pot_size=512, keep_size=256, forward_tokens=40, nuc_unit="token"))
+    reader = engine.new_reader()
+    reader.start(engine.prefix_ids)
+    reader.feed(ids)
+    assert reader._novelty_buffers.shape == (2, 7, loaded.model.config.vocab_size)
+    pot = reader.finish()
+    assert reader._novelty_buffers is None
+    novelty = pot.novelty[0, 0, len(engine.prefix_ids) :]  # (T,)
+    assert len(ids) > 40 and len(ids) % 40 % 7 != 0
+    assert torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
 
 
 def test_word_unit_is_part_of_the_pot_identity_and_validated():
