@@ -7,8 +7,8 @@ plain one trims its cache to the same window; the runs alternate (plain first, t
 on a shared machine falls on both alike. Prints one markdown row per run and a JSON summary line: the median
 of the per-run throughput ratios (CCD / plain, 1.0 = free), and the share of CCD's time spent in compressions
 (catalyst attention, selection, CR-RoPE; the catalyst prompt rides along with the piece that fills the pot, so
-its part is the time its attention weights take there); one summary per dtype, after a first line with the CPU flags that decide
-`--dtype auto` and the thread count.
+its part is the time its attention weights take there); one summary per dtype, after a first line with the
+CPU flags that decide `--dtype auto` and the thread count.
 """
 
 from __future__ import annotations
