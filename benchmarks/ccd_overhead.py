@@ -3,21 +3,25 @@
     python -m benchmarks.ccd_overhead [--tokens 8192] [--runs 5] [--dtypes float32,bfloat16] [--threads N]
 
 Both readers see the same haystack tokens with the same model, in forward pieces of the same length, and the
-plain one trims its cache to the same window; the runs alternate (plain first, then CCD first) so that load
-on a shared machine falls on both alike. Prints one markdown row per run and a JSON summary line: the median
-of the per-run throughput ratios (CCD / plain, 1.0 = free), and the share of CCD's time spent in compressions
-(catalyst attention, selection, CR-RoPE; the catalyst prompt rides along with the piece that fills the pot, so
-its part is the time its attention weights take there); one summary per dtype, after a first line with the
-CPU flags that decide `--dtype auto` and the thread count.
+plain one trims its cache to the same window. Plain runs twice per run: on transformers' own SDPA (the stock
+forward, what the ratio is taken against) and on the reader's SDPA (core.hf_adapter.use_reader_sdpa, which the
+reader runs on), so that what CCD itself costs is seen apart from what that attention saves. The three take
+turns in every place so that load on a shared machine falls on all alike. Prints one markdown row per run and
+a JSON summary line: the median of the per-run throughput ratios (CCD / plain, 1.0 = free), and the share of
+CCD's time spent in compressions (catalyst attention, selection, CR-RoPE; the catalyst prompt rides along with
+the piece that fills the pot, so its part is the time its attention weights take there); one summary per dtype,
+after a first line with the CPU flags that decide `--dtype auto` and the thread count.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import time
+from collections.abc import Iterator
 
 import torch
 
@@ -59,6 +63,17 @@ class MethodTimer:
         setattr(self.owner, self.name, self._original)
 
 
+@contextlib.contextmanager
+def transformers_sdpa(model) -> Iterator[None]:
+    """Run the model on transformers' own SDPA meanwhile (the Engine moved it to the reader's)."""
+    previous = model.config._attn_implementation
+    model.set_attn_implementation("sdpa")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(previous)
+
+
 def cpu_flags() -> dict:
     """What decides `--dtype auto` on this machine (core.precision), for the record beside the figures."""
     features = cpu_features()
@@ -75,10 +90,11 @@ def measure(loaded, args: argparse.Namespace) -> dict:
     piece = min(config.pot_size - config.keep_size - len(engine.catalyst_ids), config.forward_tokens)
     engine.new_reader()  # builds the word table outside the timed runs
 
-    def plain() -> float:
-        started = time.perf_counter()
-        plain_chunked_forward(loaded.model, ids, window, piece)
-        return time.perf_counter() - started
+    def plain(stock: bool) -> float:
+        with transformers_sdpa(loaded.model) if stock else contextlib.nullcontext():
+            started = time.perf_counter()
+            plain_chunked_forward(loaded.model, ids, window, piece)
+            return time.perf_counter() - started
 
     def ccd() -> tuple[float, float, float, int]:
         with (
@@ -92,22 +108,25 @@ def measure(loaded, args: argparse.Namespace) -> dict:
         return seconds, compressing.seconds + ridden.seconds, novelty.seconds, pot.cycles
 
     dtype = dtype_name(loaded.dtype)
-    ratios, shares, nuc_shares, plain_speeds, ccd_speeds = [], [], [], [], []
+    ratios, same_attention_ratios, shares, nuc_shares = [], [], [], []
+    plain_speeds, same_attention_speeds, ccd_speeds = [], [], []
     for run in range(args.runs):
-        if run % 2 == 0:
-            plain_s = plain()
-            ccd_s, compress_s, nuc_s, cycles = ccd()
-        else:
-            ccd_s, compress_s, nuc_s, cycles = ccd()
-            plain_s = plain()
-        ratios.append(plain_s / ccd_s)
+        timings = {}
+        order = ["plain", "same", "ccd"]
+        for way in order[run % 3 :] + order[: run % 3]:  # each takes every place in turn
+            timings[way] = ccd() if way == "ccd" else plain(stock=way == "plain")
+        ccd_s, compress_s, nuc_s, cycles = timings["ccd"]
+        ratios.append(timings["plain"] / ccd_s)
+        same_attention_ratios.append(timings["same"] / ccd_s)
         shares.append(compress_s / ccd_s)
         nuc_shares.append(nuc_s / ccd_s)
-        plain_speeds.append(len(ids) / plain_s)
+        plain_speeds.append(len(ids) / timings["plain"])
+        same_attention_speeds.append(len(ids) / timings["same"])
         ccd_speeds.append(len(ids) / ccd_s)
         print(
-            f"| {dtype} | {run + 1} | {plain_speeds[-1]:.0f} | {ccd_speeds[-1]:.0f} | {ratios[-1]:.3f} "
-            f"| {shares[-1]:.1%} | {nuc_shares[-1]:.1%} | {os.getloadavg()[0]:.1f} |",
+            f"| {dtype} | {run + 1} | {plain_speeds[-1]:.0f} | {same_attention_speeds[-1]:.0f} | {ccd_speeds[-1]:.0f} "
+            f"| {ratios[-1]:.3f} | {same_attention_ratios[-1]:.3f} | {shares[-1]:.1%} | {nuc_shares[-1]:.1%} "
+            f"| {os.getloadavg()[0]:.1f} |",
             flush=True,
         )
     return {
@@ -118,7 +137,12 @@ def measure(loaded, args: argparse.Namespace) -> dict:
         "runs": args.runs,
         "median_ratio": round(statistics.median(ratios), 3),
         "ratios": [round(r, 3) for r in ratios],
+        # CCD against the same plain forward run on the reader's SDPA (core.hf_adapter.use_reader_sdpa): what CCD
+        # itself costs, without what that attention saves over transformers' own
+        "median_ratio_same_attention": round(statistics.median(same_attention_ratios), 3),
+        "ratios_same_attention": [round(r, 3) for r in same_attention_ratios],
         "median_plain_tokens_per_s": round(statistics.median(plain_speeds), 1),
+        "median_plain_same_attention_tokens_per_s": round(statistics.median(same_attention_speeds), 1),
         "median_ccd_tokens_per_s": round(statistics.median(ccd_speeds), 1),
         "median_compression_share": round(statistics.median(shares), 3),
         # the LM head over every read token and its log-softmax (the head alone is in plain's time as well)
@@ -148,8 +172,11 @@ def main() -> None:
             }
         )
     )
-    print("| dtype | run | plain tok/s | CCD tok/s | CCD / plain | compressions | NuC pass | load |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| dtype | run | plain tok/s | plain on the reader's SDPA | CCD tok/s | CCD / plain "
+        "| CCD / plain on the reader's SDPA | compressions | NuC pass | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     summaries = []
     for name in args.dtypes.split(","):
         loaded = load_model(ModelSpec(device=args.device, dtype=name), data_home())

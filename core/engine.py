@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import hf_adapter
 from .capacity import check_full_context
 from .config import PotConfig
 from .decoding import DecodingConfig, RepeatStop, decoding_for
@@ -52,6 +53,7 @@ class Engine:
     def __init__(self, loaded: LoadedModel, config: PotConfig) -> None:
         self.loaded = loaded
         self.model = loaded.model
+        hf_adapter.use_reader_sdpa(self.model)  # the same attention, cheaper on a CPU; lets the catalyst ride along
         self.tokenizer = loaded.tokenizer
         self.config = config
         self.layout = PromptLayout.for_tokenizer(self.tokenizer)

@@ -20,10 +20,10 @@ from transformers.masking_utils import sdpa_mask
 # switch back to SDPA could land in the middle of the other's eager pass, whose weights would then be missing.
 _EAGER_LOCK = threading.RLock()
 
-# SDPA that also hands the attention weights of the last few queries to a callback (see trailing_attention).
-_TRAILING_IMPLEMENTATION = "infinipot-sdpa-trailing"
-# Per thread, while trailing_attention is active in it: (query count, callback). Another thread running the same
-# model meanwhile (the app's answer beside a read) finds nothing here and gets plain SDPA.
+# transformers' SDPA made cheaper on a CPU, able to hand the last queries' weights to a callback (use_reader_sdpa).
+_READER_SDPA = "infinipot-sdpa"
+# Per thread, while trailing_attention is active in it: (query count, reduce, results). Another thread running the
+# same model meanwhile (the app's answer beside a read) finds nothing here and records nothing.
 _trailing = threading.local()
 
 
@@ -196,9 +196,27 @@ def captured_attention(model: torch.nn.Module, reduce) -> Iterator[list]:
             handle.remove()
 
 
+def use_reader_sdpa(model: torch.nn.Module) -> None:
+    """Run a model that uses transformers' SDPA on ours instead: the same attention and outputs, cheaper on a CPU,
+    and able to record the last queries' weights (`trailing_attention`). Eager and flash-attn stay as they are.
+
+    On a CPU two things cost about a tenth of a read's attention with transformers' SDPA: a boolean mask that
+    torch turns into an additive one in every layer, and keys and values repeated per query head whenever there
+    is a mask. Ours builds the additive mask once per forward (transformers' own mask, sliding windows included)
+    and lets torch group the query heads (`enable_gqa`); the outputs are equal (tests/test_ride_along.py).
+    """
+    if model.config._attn_implementation != "sdpa":
+        return
+    if _READER_SDPA not in AttentionInterface._global_mapping:
+        AttentionInterface.register(_READER_SDPA, _reader_sdpa)
+        AttentionMaskInterface.register(_READER_SDPA, _reader_sdpa_mask)
+    with _EAGER_LOCK:
+        model.set_attn_implementation(_READER_SDPA)
+
+
 def rides_along(model: torch.nn.Module) -> bool:
-    """Whether `trailing_attention` can record on this model: it reads with SDPA (CPU, or CUDA without flash-attn)."""
-    return model.config._attn_implementation in ("sdpa", _TRAILING_IMPLEMENTATION)
+    """Whether `trailing_attention` can record on this model (it runs on `use_reader_sdpa`'s attention)."""
+    return model.config._attn_implementation == _READER_SDPA
 
 
 @contextmanager
@@ -206,39 +224,69 @@ def trailing_attention(model: torch.nn.Module, count: int, reduce) -> Iterator[l
     """Collect `reduce(layer_idx, weights)` for the attention of the last `count` queries of the next forward.
 
     `weights` is (H_kv, g, count, T_kv) in fp32: query head h * g + j of GQA group h is [h, j] (transformers'
-    repeat_kv order), softmax over the same mask and scale as the SDPA pass that computes every query's output.
+    repeat_kv order), softmax over the same mask and scale as the pass that computes every query's output.
     This lets a short prompt ride along at the end of a long forward piece instead of running a pass of its
-    own; the model must read with SDPA (`rides_along`).
+    own. Held under the eager lock, so no other thread switches the model to eager meanwhile; a layer that
+    recorded nothing all the same stays None.
     """
     if not rides_along(model):
-        raise RuntimeError(f"trailing attention needs SDPA, not {model.config._attn_implementation}")
-    if _TRAILING_IMPLEMENTATION not in AttentionInterface._global_mapping:
-        AttentionInterface.register(_TRAILING_IMPLEMENTATION, _sdpa_recording_trailing)
-        AttentionMaskInterface.register(_TRAILING_IMPLEMENTATION, sdpa_mask)
+        raise RuntimeError(f"trailing attention needs use_reader_sdpa, not {model.config._attn_implementation}")
     results: list = [None] * len(attention_modules(model))
     with _EAGER_LOCK:
-        previous = model.config._attn_implementation
-        model.set_attn_implementation(_TRAILING_IMPLEMENTATION)
         _trailing.request = (count, reduce, results)
         try:
             yield results
         finally:
             _trailing.request = None
-            model.set_attn_implementation(previous)
 
 
-def _sdpa_recording_trailing(module, query, key, value, attention_mask, **kwargs):
-    """SDPA's output for every query; for this thread's trailing_attention, also the last queries' weights."""
-    output = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+def _reader_sdpa_mask(*args, dtype: torch.dtype = torch.float32, **kwargs) -> torch.Tensor | None:
+    """transformers' SDPA mask (None where SDPA's is_causal does), made additive once on a CPU: 0 where a query
+    sees a key, the dtype's lowest value where not (as transformers' eager mask)."""
+    mask = sdpa_mask(*args, **kwargs)  # (B, 1, T_q, T_kv) bool, True: attend
+    if mask is None or mask.device.type != "cpu":
+        return mask
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, torch.finfo(dtype).min)
+
+
+def _reader_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """Attention output (B, T_q, H_q, D) for query (B, H_q, T_q, D) over key, value (B, H_kv, T_kv, D).
+
+    With an additive mask on a CPU torch's SDPA runs once on the grouped heads; anything else (no mask, CUDA,
+    a position bias, a paged cache) goes to transformers' SDPA. For this thread's `trailing_attention` the last
+    queries' weights are recorded as well.
+    """
+    plain = (
+        attention_mask is not None
+        and attention_mask.dtype != torch.bool
+        and query.device.type == "cpu"
+        and kwargs.get("position_bias") is None
+        and kwargs.get("cache") is None
+    )
+    if plain:
+        output = torch.nn.functional.scaled_dot_product_attention(
+            query,
+            key,
+            value,
+            attn_mask=attention_mask,
+            dropout_p=dropout,
+            scale=scaling,
+            enable_gqa=query.shape[1] != key.shape[1],
+        )  # (B, H_q, T_q, D)
+        output = output.transpose(1, 2).contiguous()  # (B, T_q, H_q, D)
+    else:
+        output, _ = sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
     request = getattr(_trailing, "request", None)
     if request is not None:
         count, reduce, results = request
-        weights = _last_queries_weights(query, key, attention_mask, count, kwargs)  # (H_kv, g, count, T_kv)
+        weights = _last_queries_weights(query, key, attention_mask, count, scaling)  # (H_kv, g, count, T_kv)
         results[module.layer_idx] = reduce(module.layer_idx, weights)
-    return output
+    return output, None
 
 
-def _last_queries_weights(query, key, attention_mask, count: int, kwargs: dict) -> torch.Tensor:
+def _last_queries_weights(query, key, attention_mask, count: int, scaling: float | None) -> torch.Tensor:
     """Softmax weights (H_kv, g, count, T_kv) fp32 of the last `count` queries (1, H_q, T_q, D) over `key`
     (1, H_kv, T_kv, D), grouped by KV head so the keys are never repeated per query head.
 
@@ -248,7 +296,7 @@ def _last_queries_weights(query, key, attention_mask, count: int, kwargs: dict) 
     """
     kv_heads, kv_length, dim = key.shape[1], key.shape[2], key.shape[3]
     groups = query.shape[1] // kv_heads
-    scale = kwargs.get("scaling") or dim**-0.5
+    scale = scaling or dim**-0.5
     grouped = (query[0, :, -count:].float() * scale).reshape(kv_heads, groups * count, dim)  # (H_kv, g * count, D)
     keys = key[0].float().transpose(1, 2)  # (H_kv, D, T_kv)
     scores = torch.bmm(grouped, keys).view(kv_heads, groups, count, kv_length)  # fp32
@@ -260,5 +308,5 @@ def _last_queries_weights(query, key, attention_mask, count: int, kwargs: dict) 
     elif attention_mask.dtype == torch.bool:
         scores.masked_fill_(~attention_mask[0, 0, -count:], float("-inf"))  # (count, T_kv) True: attend
     else:  # an additive float mask
-        scores = scores + attention_mask[0, 0, -count:].float()
+        scores.add_(attention_mask[0, 0, -count:])
     return torch.softmax(scores, dim=-1)  # (H_kv, g, count, T_kv)

@@ -3,8 +3,10 @@
 import threading
 
 import pytest
+import tiny_models
 import torch
 from tiny_models import random_ids, tiny_loaded
+from transformers import MistralConfig, MistralForCausalLM
 
 from infinipot.core import hf_adapter
 from infinipot.core import reader as reader_module
@@ -90,9 +92,10 @@ def test_a_model_without_sdpa_reads_with_catalyst_passes(monkeypatch):
     assert pot.cycles == len(seen) > 5 and set(seen) == {"pass"}
 
 
-def test_another_thread_running_the_model_meanwhile_gets_plain_sdpa():
+def test_another_thread_running_the_model_meanwhile_records_nothing():
     """The app answers on the same model while a read runs: only the reading thread's forward records."""
     loaded = tiny_loaded("qwen2")
+    hf_adapter.use_reader_sdpa(loaded.model)
     ids = torch.tensor([random_ids(40)])
     with torch.inference_mode():
         expected = loaded.model(ids).logits
@@ -102,14 +105,54 @@ def test_another_thread_running_the_model_meanwhile_gets_plain_sdpa():
             other.start()
             other.join()
             assert recorded == [None] * loaded.model.config.num_hidden_layers
-        assert loaded.model.config._attn_implementation == "sdpa"  # switched back
+            loaded.model(ids)
+            assert all(layer is not None for layer in recorded)  # this thread's own forward did
     assert torch.equal(outputs[0], expected)
+
+
+def sliding_mistral() -> torch.nn.Module:
+    """A tiny Mistral whose 12-token sliding window hides most of a 40-token stream from each query."""
+    torch.manual_seed(0)
+    config = MistralConfig(**tiny_models._common(len(tiny_models.tiny_tokenizer())), sliding_window=12)
+    return MistralForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "phi3", "sliding-mistral"])
+def test_the_reader_sdpa_gives_transformers_sdpa_outputs(arch):
+    """A piece read after a cache (the mask matters there) and a whole prompt, before and after the switch."""
+    model = sliding_mistral() if arch == "sliding-mistral" else tiny_loaded(arch).model
+    assert model.config._attn_implementation == "sdpa"
+    ids = torch.tensor([random_ids(40, seed=5)])
+
+    def logits() -> tuple[torch.Tensor, torch.Tensor]:
+        cache = hf_adapter.new_cache()
+        with torch.inference_mode():
+            model(ids[:, :25], past_key_values=cache, use_cache=True)
+            piece = model(ids[:, 25:], past_key_values=cache, use_cache=True).logits  # 15 queries after 25 keys
+            return piece, model(ids).logits
+
+    stock = logits()
+    hf_adapter.use_reader_sdpa(model)
+    assert hf_adapter.rides_along(model)
+    ours = logits()
+    for a, b in zip(ours, stock, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+    if arch == "sliding-mistral":  # the window is honoured: without it the piece's logits differ
+        model.config.sliding_window = None
+        assert not torch.allclose(logits()[0], stock[0], atol=1e-3)
+
+
+def test_a_model_on_eager_attention_is_left_on_it():
+    model = tiny_loaded("gemma2").model
+    hf_adapter.use_reader_sdpa(model)
+    assert model.config._attn_implementation == "eager" and not hf_adapter.rides_along(model)
 
 
 def test_trailing_weights_match_eager_attention_weights():
     """The recorded weights are eager attention's for the last queries, per KV head and query head of its group."""
     loaded = tiny_loaded("qwen2")
     model = loaded.model
+    hf_adapter.use_reader_sdpa(model)
     ids = torch.tensor([random_ids(30)])
     groups = model.config.num_attention_heads // model.config.num_key_value_heads
     eager: list[torch.Tensor] = []
