@@ -205,12 +205,12 @@ def use_reader_sdpa(model: torch.nn.Module) -> None:
     is a mask. Ours builds the additive mask once per forward (transformers' own mask, sliding windows included)
     and lets torch group the query heads (`enable_gqa`); the outputs are equal (tests/test_ride_along.py).
     """
-    if model.config._attn_implementation != "sdpa":
-        return
-    if _READER_SDPA not in AttentionInterface._global_mapping:
-        AttentionInterface.register(_READER_SDPA, _reader_sdpa)
-        AttentionMaskInterface.register(_READER_SDPA, _reader_sdpa_mask)
-    with _EAGER_LOCK:
+    with _EAGER_LOCK:  # another thread's eager pass ends first, so its model is seen on SDPA again
+        if model.config._attn_implementation != "sdpa":
+            return
+        if _READER_SDPA not in AttentionInterface._global_mapping:
+            AttentionInterface.register(_READER_SDPA, _reader_sdpa)
+            AttentionMaskInterface.register(_READER_SDPA, _reader_sdpa_mask)
         model.set_attn_implementation(_READER_SDPA)
 
 

@@ -236,7 +236,8 @@ class ContinualReader:
                 with hf_adapter.trailing_attention(self.model, len(extra), reduce) as ridden:
                     hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T + P, hidden)
                 hf_adapter.drop_last(self.cache, len(extra))
-                self._ridden_catalyst = ridden
+                if all(layer is not None for layer in ridden):  # otherwise the compression runs its own pass
+                    self._ridden_catalyst = ridden
             else:
                 hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T, hidden)
         hidden = hidden[: len(piece)]  # (T, hidden)

@@ -1,5 +1,6 @@
 """The catalyst prompt riding along with the piece that fills the pot, instead of a forward pass of its own."""
 
+import contextlib
 import threading
 
 import pytest
@@ -168,3 +169,19 @@ def test_trailing_weights_match_eager_attention_weights():
     for ours, theirs in zip(recorded, eager, strict=True):
         assert torch.allclose(ours, theirs.float(), atol=1e-6)
         assert torch.allclose(ours.sum(dim=-1), torch.ones(ours.shape[:-1]))
+
+
+def test_a_ride_that_recorded_nothing_in_some_layer_falls_back_to_a_catalyst_pass(monkeypatch):
+    engine = Engine(tiny_loaded("llama"), CONFIG)
+    seen = checked_distill(monkeypatch)
+    original = hf_adapter.trailing_attention
+
+    @contextlib.contextmanager
+    def losing_a_layer(model, count, reduce):
+        with original(model, count, reduce) as results:
+            yield results
+        results[1] = None  # as if another thread had run that layer on eager attention
+
+    monkeypatch.setattr(hf_adapter, "trailing_attention", losing_a_layer)
+    pot = engine.read([random_ids(600)])
+    assert pot.cycles == len(seen) > 5 and set(seen) == {"pass"}
