@@ -21,9 +21,11 @@ from .selection import KEPT_READ
 from .tail_queue import TailQueue
 from .words import TokenBoundaries, max_over_sentences, share_with_edges, sum_over_words
 
-# Rows of LM-head logits computed at once for NuC: bounds each of the two (rows, vocab) buffers to ~50 MB at 49K
-# vocab in float32 (25 MB in bfloat16).
+# Rows of LM-head logits computed at once for NuC: at most this many, and at most what keeps each of the two
+# (rows, vocab) buffers within _NOVELTY_BUFFER_BYTES (256 rows at a 49K vocabulary in bf16, 128 in fp32; a 152K
+# vocabulary in fp32 gets 43). They live as long as the read, beside the forward's own activations.
 _NOVELTY_ROWS = 256
+_NOVELTY_BUFFER_BYTES = 25 * 2**20
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ class ContinualReader:
         self.evidence = ReadingEvidence(self.scorer, hf_adapter.kv_heads(model))
         self.tail: TailQueue | None = None
         # (2, rows, V) in the model's dtype, reused by every NuC slice (logits, then their log-softmax); dropped by
-        # `finish`. A new pair per slice was the larger part of the NuC pass on a CPU (page faults, not arithmetic).
+        # `finish`. A new pair per slice was the larger part of the NuC pass on a CPU (page faults, not arithmetic);
+        # rows: see _NOVELTY_ROWS.
         self._novelty_buffers: torch.Tensor | None = None
         # Catalyst attention per layer (H_kv, n) taken by the piece that just filled the pot, for the compression
         # that follows it at once (see `_feed_pieces`); None otherwise.
@@ -297,9 +300,10 @@ class ContinualReader:
         if carried is not None:
             scores[0] = -carried[ids[0]]
         logits_buffer, logprobs_buffer = self._buffers_for_novelty(hidden.dtype)
+        slice_rows = logits_buffer.shape[0]
         logits = None
-        for start in range(0, len(ids), _NOVELTY_ROWS):
-            rows = hidden[start : start + _NOVELTY_ROWS]  # (r, hidden)
+        for start in range(0, len(ids), slice_rows):
+            rows = hidden[start : start + slice_rows]  # (r, hidden)
             logits = hf_adapter.vocab_logits_into(self.model, rows, logits_buffer[: len(rows)])  # (r, V) model dtype
             logprobs = torch.log_softmax(logits, dim=-1, out=logprobs_buffer[: len(rows)])  # (r, V)
             targets = ids[start + 1 : start + 1 + len(rows)]  # next tokens inside the piece
@@ -312,7 +316,9 @@ class ContinualReader:
         buffers = self._novelty_buffers
         if buffers is None or buffers.dtype != dtype:
             vocab = self.model.get_output_embeddings().weight.shape[0]
-            buffers = torch.empty(2, _NOVELTY_ROWS, vocab, dtype=dtype, device=self.device)
+            fitting = _NOVELTY_BUFFER_BYTES // (vocab * dtype.itemsize)
+            rows = max(1, min(_NOVELTY_ROWS, fitting))
+            buffers = torch.empty(2, rows, vocab, dtype=dtype, device=self.device)
             self._novelty_buffers = buffers
         return buffers
 

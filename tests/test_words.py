@@ -164,6 +164,22 @@ def test_novelty_in_slices_through_the_reused_buffers_is_cross_entropy(monkeypat
     assert torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
 
 
+def test_novelty_slices_shrink_to_keep_each_buffer_within_its_byte_limit(monkeypatch):
+    """A large vocabulary gets fewer rows per slice, not larger buffers; the scores stay the cross-entropy."""
+    loaded = tiny_loaded("llama")
+    vocab = loaded.model.config.vocab_size
+    monkeypatch.setattr(reader_module, "_NOVELTY_BUFFER_BYTES", 5 * vocab * 4 + 3)  # room for 5 fp32 rows
+    text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
+    ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
+    engine = Engine(loaded, PotConfig(pot_size=512, keep_size=256, forward_tokens=40, nuc_unit="token"))
+    reader = engine.new_reader()
+    reader.start(engine.prefix_ids)
+    reader.feed(ids)
+    assert reader._novelty_buffers.shape == (2, 5, vocab)
+    novelty = reader.finish().novelty[0, 0, len(engine.prefix_ids) :]
+    assert torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
+
+
 def test_word_unit_is_part_of_the_pot_identity_and_validated():
     assert PotConfig().identity()["nuc_unit"] == "sentence"
     for unit in ("token", "word", "word-edges"):
