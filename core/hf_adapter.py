@@ -253,15 +253,15 @@ def _reader_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling
     """Attention output (B, T_q, H_q, D) for query (B, H_q, T_q, D) over key, value (B, H_kv, T_kv, D).
 
     With an additive mask on a CPU torch's SDPA runs once on the grouped heads; anything else (no mask, CUDA,
-    a position bias, a paged cache) goes to transformers' SDPA. For this thread's `trailing_attention` the last
-    queries' weights are recorded as well.
+    a position bias, a paged cache, soft-capped scores or attention sinks, which transformers' SDPA refuses or
+    handles) goes to transformers' SDPA. For this thread's `trailing_attention` the last queries' weights are
+    recorded as well.
     """
     plain = (
         attention_mask is not None
         and attention_mask.dtype != torch.bool
         and query.device.type == "cpu"
-        and kwargs.get("position_bias") is None
-        and kwargs.get("cache") is None
+        and all(kwargs.get(name) is None for name in ("position_bias", "cache", "softcap", "s_aux"))
     )
     if plain:
         output = torch.nn.functional.scaled_dot_product_attention(
