@@ -29,21 +29,20 @@ from infinipot.core.precision import set_threads
 from infinipot.core.reader import ContinualReader
 from infinipot.storage.paths import data_home
 
+from .ccd_overhead import transformers_sdpa
 from .selection_numerics import kept_overlap
 
 
 @contextlib.contextmanager
 def catalyst_passes(model) -> Iterator[None]:
     """The reader as it was: a catalyst pass of its own at every compression, the model on transformers' SDPA."""
-    previous_attention = model.config._attn_implementation
     previous_rule = ContinualReader._catalyst_rides_along
-    model.set_attn_implementation("sdpa")
     ContinualReader._catalyst_rides_along = lambda self: False
     try:
-        yield
+        with transformers_sdpa(model):
+            yield
     finally:
         ContinualReader._catalyst_rides_along = previous_rule
-        model.set_attn_implementation(previous_attention)
 
 
 def main() -> None:

@@ -125,11 +125,7 @@ def vocab_logits(model: torch.nn.Module, hidden: torch.Tensor, upcast: bool = Tr
     """LM-head logits for final hidden states (..., hidden) -> (..., vocab), capped like the model's own; fp32,
     or with upcast=False in the model's dtype."""
     logits = model.get_output_embeddings()(hidden)
-    logits = logits.float() if upcast else logits
-    cap = final_logit_softcap(model)
-    if cap:
-        logits = torch.tanh(logits / cap) * cap
-    return logits
+    return _capped_in_place(model, logits.float() if upcast else logits)
 
 
 def vocab_logits_into(model: torch.nn.Module, hidden: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -147,10 +143,15 @@ def vocab_logits_into(model: torch.nn.Module, hidden: torch.Tensor, out: torch.T
             torch.addmm(head.bias, hidden, head.weight.t(), out=out)
     else:
         out.copy_(head(hidden))
+    return _capped_in_place(model, out)
+
+
+def _capped_in_place(model: torch.nn.Module, logits: torch.Tensor) -> torch.Tensor:
+    """The model's final tanh soft-capping applied to freshly computed logits, in place (none for most models)."""
     cap = final_logit_softcap(model)
     if cap:
-        out.div_(cap).tanh_().mul_(cap)
-    return out
+        logits.div_(cap).tanh_().mul_(cap)
+    return logits
 
 
 @contextmanager

@@ -313,14 +313,11 @@ class ContinualReader:
 
     def _buffers_for_novelty(self, dtype: torch.dtype) -> torch.Tensor:
         """The reused (2, rows, V) pair for `_novelty`, made on first use."""
-        buffers = self._novelty_buffers
-        if buffers is None or buffers.dtype != dtype:
+        if self._novelty_buffers is None:
             vocab = self.model.get_output_embeddings().weight.shape[0]
-            fitting = _NOVELTY_BUFFER_BYTES // (vocab * dtype.itemsize)
-            rows = max(1, min(_NOVELTY_ROWS, fitting))
-            buffers = torch.empty(2, rows, vocab, dtype=dtype, device=self.device)
-            self._novelty_buffers = buffers
-        return buffers
+            rows = max(1, min(_NOVELTY_ROWS, _NOVELTY_BUFFER_BYTES // (vocab * dtype.itemsize)))
+            self._novelty_buffers = torch.empty(2, rows, vocab, dtype=dtype, device=self.device)
+        return self._novelty_buffers
 
     def _check_bound(self) -> None:
         entries = self.pot.entries

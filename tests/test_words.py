@@ -7,6 +7,7 @@ from tiny_models import tiny_loaded, tiny_tokenizer
 from infinipot.core import reader as reader_module
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
+from infinipot.core.reader import ContinualReader
 from infinipot.core.words import (
     max_over_sentences,
     share_with_edges,
@@ -101,6 +102,9 @@ def test_digits_continue_the_number_they_belong_to():
     assert bool(flags[len(tokenizer) :].all())  # ids past the tokenizer start a word
 
 
+TEXT = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
+
+
 def plain_token_cross_entropy(engine: Engine, ids: list[int]) -> torch.Tensor:
     """-log p(x_t | x_<t) from one ordinary forward over the template opening and the document (T,)."""
     stream = engine.prefix_ids + ids
@@ -114,8 +118,7 @@ def plain_token_cross_entropy(engine: Engine, ids: list[int]) -> torch.Tensor:
 @pytest.mark.parametrize("unit", ["token", "word", "word-edges", "sentence"])
 def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
     loaded = tiny_loaded("llama")
-    text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
-    ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = loaded.tokenizer(TEXT, add_special_tokens=False)["input_ids"]
     # forward pieces of 17 tokens: words cut by a piece edge are summed per part, as the reader documents
     engine = Engine(loaded, PotConfig(pot_size=512, keep_size=256, forward_tokens=17, nuc_unit=unit))
     pot = engine.read([ids])
@@ -144,18 +147,23 @@ def test_reader_novelty_is_cross_entropy_per_token_or_summed_per_word(unit):
     assert torch.allclose(novelty, expected, atol=1e-3)
 
 
+def fed_in_pieces_of_40(loaded) -> tuple[Engine, ContinualReader, list[int]]:
+    """A reader (not finished) that has read the test sentence three times in forward pieces of 40 tokens."""
+    ids = loaded.tokenizer(TEXT, add_special_tokens=False)["input_ids"]
+    engine = Engine(loaded, PotConfig(pot_size=512, keep_size=256, forward_tokens=40, nuc_unit="token"))
+    reader = engine.new_reader()
+    reader.start(engine.prefix_ids)
+    reader.feed(ids)
+    return engine, reader, ids
+
+
 @pytest.mark.parametrize("arch", ["llama", "gemma2"])
 def test_novelty_in_slices_through_the_reused_buffers_is_cross_entropy(monkeypatch, arch):
     """Pieces of 40 tokens scored 7 rows at a time: the same two buffers serve every slice, the short last slice
     of each piece and every piece; gemma2 caps its logits in them. The buffers are let go when the read ends."""
     monkeypatch.setattr(reader_module, "_NOVELTY_ROWS", 7)
     loaded = tiny_loaded(arch)
-    text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
-    ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
-    engine = Engine(loaded, PotConfig(pot_size=512, keep_size=256, forward_tokens=40, nuc_unit="token"))
-    reader = engine.new_reader()
-    reader.start(engine.prefix_ids)
-    reader.feed(ids)
+    engine, reader, ids = fed_in_pieces_of_40(loaded)
     assert reader._novelty_buffers.shape == (2, 7, loaded.model.config.vocab_size)
     pot = reader.finish()
     assert reader._novelty_buffers is None
@@ -169,12 +177,7 @@ def test_novelty_slices_shrink_to_keep_each_buffer_within_its_byte_limit(monkeyp
     loaded = tiny_loaded("llama")
     vocab = loaded.model.config.vocab_size
     monkeypatch.setattr(reader_module, "_NOVELTY_BUFFER_BYTES", 5 * vocab * 4 + 3)  # room for 5 fp32 rows
-    text = "The quick brown fox jumps over the lazy dog. A passkey is 12345 and 67890. " * 3
-    ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
-    engine = Engine(loaded, PotConfig(pot_size=512, keep_size=256, forward_tokens=40, nuc_unit="token"))
-    reader = engine.new_reader()
-    reader.start(engine.prefix_ids)
-    reader.feed(ids)
+    engine, reader, ids = fed_in_pieces_of_40(loaded)
     assert reader._novelty_buffers.shape == (2, 5, vocab)
     novelty = reader.finish().novelty[0, 0, len(engine.prefix_ids) :]
     assert torch.allclose(novelty, plain_token_cross_entropy(engine, ids), atol=1e-3)
