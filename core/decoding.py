@@ -6,7 +6,10 @@ the prompt too, and made answers worse).
 
 Two rules, which work together:
 - `no_repeat_ngram` (token level): a token that would complete an n-gram the answer already contains is banned.
-  It breaks loops that have no sentence shape ("and the and the and the").
+  It breaks loops that have no sentence shape ("and the and the and the"). The same n-gram of the answer's
+  words is banned too, words compared by their keys (core.word_match: case, a leading space and an inflection
+  aside) with punctuation and line breaks skipped: "The text is a" and "the text is a\ncontinuation" are one
+  phrase to it, though their tokens differ.
 - `stop_on_repeat` (text level, `RepeatStop`): the answer ends before a sentence or line it already wrote.
   The ban alone would keep a sentence loop going as ever-mangled copies ("The function returns the element.
   The function returns a value. The function ..."), so when both are on, a banned choice in a sentence that is
@@ -43,7 +46,9 @@ class DecodingConfig:
     seed: int = 0
     # An n-gram of the answer's own tokens may not be produced twice (0 disables; 1 would forbid any repeated
     # token). 4 tokens are about three words: long enough that short phrases an answer legitimately reuses
-    # ("of the", "in the text") stay allowed, short enough to break a phrase loop within a few tokens.
+    # ("of the", "in the text") stay allowed, short enough to break a phrase loop within a few tokens. The same
+    # n applies to the answer's words (`banned_words`): a 4-word phrase is not written twice in another case or
+    # across a line break.
     no_repeat_ngram: int = 4
     # End the answer when it starts repeating a sentence or a line it already wrote; the repeat is not shown.
     # The looping that a small model falls into is sentence-shaped, and one copy of the sentence is the answer.
@@ -83,6 +88,17 @@ class DecodingConfig:
 # -- token level ---------------------------------------------------------------------------------------
 
 
+class WordKeys(NamedTuple):
+    """The vocabulary's word keys (core.word_match.token_keys) in the two forms the word ban reads."""
+
+    tensor: torch.Tensor  # (V,) int64
+    listed: list[int]  # the same, for per-token lookups
+
+    @classmethod
+    def of(cls, keys: torch.Tensor) -> WordKeys:
+        return cls(keys, keys.tolist())
+
+
 class Choice(NamedTuple):
     token: int
     banned_best: bool  # the model's most likely token was banned: it wanted to repeat an n-gram of the answer
@@ -101,6 +117,20 @@ def banned_tokens(answer_ids: Sequence[int], n: int) -> set[int]:
     return {answer_ids[i + n - 1] for i in range(len(answer_ids) - n + 1) if list(answer_ids[i : i + n - 1]) == context}
 
 
+def banned_words(answer_ids: Sequence[int], keys: Sequence[int] | None, n: int) -> set[int]:
+    """Word keys that would complete a word n-gram the answer already contains (n = 0 or no keys: none).
+
+    keys: each vocabulary entry's key (core.word_match.token_keys, as a list), NO_KEY (negative) for entries
+    without a letter or digit; the answer's tokens with a key are its words, in order, the others are skipped."""
+    if n == 0 or keys is None:
+        return set()
+    words = [keys[t] for t in answer_ids if 0 <= t < len(keys) and keys[t] >= 0]
+    if len(words) < n:
+        return set()
+    context = words[len(words) - n + 1 :]  # the n-1 newest words
+    return {words[i + n - 1] for i in range(len(words) - n + 1) if words[i : i + n - 1] == context}
+
+
 # Contrast scores only tokens at least this share as likely as the best one given the passages: below it, the
 # difference of two small log-probabilities is noise (the plausibility limit of contrastive decoding, Li et al.).
 PLAUSIBLE_SHARE = 0.1
@@ -116,16 +146,28 @@ def contrasted(logits: torch.Tensor, prior_logits: torch.Tensor, weight: float) 
 
 
 def choose_token(
-    logits: torch.Tensor, answer_ids: Sequence[int], config: DecodingConfig, generator: torch.Generator | None = None
+    logits: torch.Tensor,
+    answer_ids: Sequence[int],
+    config: DecodingConfig,
+    generator: torch.Generator | None = None,
+    word_keys: WordKeys | None = None,
 ) -> Choice:
-    """The next answer token from fp32 logits (V,): n-gram ban, then greedy or temperature + nucleus sampling."""
+    """The next answer token from fp32 logits (V,): n-gram bans (tokens, and words when `word_keys` are given),
+    then greedy or temperature + nucleus sampling."""
     banned = banned_tokens(answer_ids, config.no_repeat_ngram)
+    words = banned_words(answer_ids, None if word_keys is None else word_keys.listed, config.no_repeat_ngram)
     best = int(logits.argmax())
-    if banned:
+    best_banned = best in banned
+    if banned or words:
         logits = logits.clone()
         logits[list(banned)] = -math.inf
+        if words:
+            keys = word_keys.tensor.to(logits.device)
+            by_word = torch.isin(keys[: logits.shape[-1]], torch.tensor(sorted(words), device=logits.device))  # (V,)
+            logits[: by_word.shape[0]][by_word] = -math.inf
+            best_banned = best_banned or (best < by_word.shape[0] and bool(by_word[best]))
     if not config.sampling:
-        return Choice(int(logits.argmax()), best in banned)
+        return Choice(int(logits.argmax()), best_banned)
     probs = torch.softmax(logits / config.temperature, dim=-1)  # (V,)
     if config.top_p < 1.0:
         sorted_probs, order = torch.sort(probs, descending=True, stable=True)  # (V,), ties keep argmax's order
@@ -133,7 +175,7 @@ def choose_token(
         sorted_probs[before >= config.top_p] = 0.0  # the most likely token always stays (its `before` is 0)
         probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)  # (V,)
     token = int(torch.multinomial(probs, 1, generator=generator))
-    return Choice(token, best in banned)
+    return Choice(token, best_banned)
 
 
 # -- text level ----------------------------------------------------------------------------------------

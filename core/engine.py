@@ -11,7 +11,7 @@ import torch
 from . import hf_adapter
 from .capacity import check_full_context
 from .config import PotConfig
-from .decoding import DecodingConfig, RepeatStop, decoding_for
+from .decoding import DecodingConfig, RepeatStop, WordKeys, decoding_for
 from .distill import distill
 from .errors import PotTooSmallError
 from .generate import Prior, TextStreamer, generate, stop_token_ids, tokens_for_text
@@ -73,6 +73,7 @@ class Engine:
         self._boundaries: TokenBoundaries | None = None
         self._sentence_ends: torch.Tensor | None = None
         self._word_keys: torch.Tensor | None = None
+        self._banned_word_keys: WordKeys | None = None
         self._opening: Pot | None = None
 
     def request_ids(self, instruction: str, gap: str = "\n\n") -> list[int]:
@@ -109,6 +110,12 @@ class Engine:
         if self._word_keys is None:
             self._word_keys = token_keys(self.tokenizer, self.vocab_size)
         return self._word_keys
+
+    def answer_word_keys(self) -> WordKeys:
+        """The word keys in the form the answer's word n-gram ban reads them (core.decoding), built on first use."""
+        if self._banned_word_keys is None:
+            self._banned_word_keys = WordKeys.of(self.word_keys())
+        return self._banned_word_keys
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
         """Read a whole token stream (without the template opening, which is added here)."""
@@ -271,7 +278,8 @@ class Engine:
         streamer = TextStreamer(self.tokenizer)
         repeats = RepeatStop(enabled=decoding.stop_on_repeat)  # holds back text only while it may be a repeat
         stats.stopped_by = "end"
-        for choice in generate(self.model, cache, request, next_position, decoding, self.stop_ids, prior):
+        word_keys = self.answer_word_keys() if decoding.no_repeat_ngram else None
+        for choice in generate(self.model, cache, request, next_position, decoding, self.stop_ids, prior, word_keys):
             if choice.banned_best and repeats.retracing():
                 repeats.drop_unfinished()  # it wanted to go on copying an earlier sentence: it started repeating
                 break

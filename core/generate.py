@@ -8,7 +8,7 @@ from typing import NamedTuple
 import torch
 
 from . import hf_adapter
-from .decoding import Choice, DecodingConfig, choose_token, contrasted, sampler
+from .decoding import Choice, DecodingConfig, WordKeys, choose_token, contrasted, sampler
 
 
 def prefill(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
@@ -41,9 +41,11 @@ def generate(
     decoding: DecodingConfig,
     stop_ids: set[int],
     prior: Prior | None = None,
+    word_keys: WordKeys | None = None,
 ) -> Iterator[Choice]:
     """Yield the answer's choices until an end-of-turn token or `decoding.max_new_tokens`; the stop token is not
-    yielded. The n-gram ban sees only the tokens yielded here, never the request or the pot. With `prior` and
+    yielded. The n-gram bans see only the tokens yielded here, never the request or the pot (the word ban needs
+    `word_keys`). With `prior` and
     `decoding.contrast`, the same answer is also run after `prior` and each choice is contrasted with it."""
     logits = prefill(model, cache, request_ids, start_position)  # (V,)
     position = start_position + len(request_ids)
@@ -59,7 +61,7 @@ def generate(
             # would drift on: the document-conditioned model alone decides when the answer is complete.
             return
         scores = contrasted(logits, prior_logits, decoding.contrast) if contrast else logits
-        choice = choose_token(scores, answer, decoding, generator)
+        choice = choose_token(scores, answer, decoding, generator, word_keys)
         if choice.token in stop_ids:
             return
         answer.append(choice.token)

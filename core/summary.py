@@ -50,8 +50,9 @@ class SummaryConfig:
             )
 
     def spans(self) -> EvidenceConfig:
-        """How the spans are chosen: as evidence, with the summary's budget and room for many spans."""
-        return EvidenceConfig(budget_tokens=self.span_tokens, max_spans=max(8, self.span_tokens // 64))
+        """How the spans are chosen: as evidence, with the summary's budget and room for many spans, each the
+        sentences of its bucket alone (a summary wants many places more than the facts after one)."""
+        return EvidenceConfig(budget_tokens=self.span_tokens, max_spans=max(8, self.span_tokens // 64), span_tokens=0)
 
 
 def opening_first(buckets: list[Bucket], opening_tokens: int, bucket_tokens: int) -> list[Bucket]:

@@ -13,7 +13,9 @@ from infinipot.core.decoding import (
     RUN_ON_CHARS,
     DecodingConfig,
     RepeatStop,
+    WordKeys,
     banned_tokens,
+    banned_words,
     choose_token,
     contrasted,
     decoding_for,
@@ -55,6 +57,27 @@ def test_ngram_ban_reads_only_the_answers_own_tokens():
     # the chooser is given the answer's tokens only: what the prompt held (here 5 6 7) may be copied
     assert choose_token(logits_preferring(7, 9), [5, 6], config) == (7, False)
     assert choose_token(logits_preferring(7, 9), [5, 6, 7, 5, 6], DecodingConfig(no_repeat_ngram=0)) == (7, False)
+
+
+def test_word_ngram_ban_sees_one_phrase_across_case_spacing_and_line_breaks():
+    # tokens 10 " The"/11 "the" and 12 " text"/13 "text" share keys; 20 "\n" and 21 '"' have none (NO_KEY)
+    keys = [-1] * 40
+    keys[10] = keys[11] = 0  # the
+    keys[12] = keys[13] = 1  # text
+    keys[14], keys[15], keys[16], keys[17] = 2, 3, 4, 5  # is, a, continuation, original
+    keys[18] = 4  # " Continuation": another token of the same word
+    said = [10, 12, 14, 15, 16]  # " The text is a continuation"
+    again = said + [21, 11, 13, 20, 14, 15]  # ' "the text\nis a': three words of it again, tokens all different
+    assert banned_words(again, keys, 4) == {4}  # the word that would complete "the text is a" a second time
+    assert banned_words(again, keys, 0) == set() and banned_words(again, None, 4) == set()
+    assert banned_words(said + [21, 11, 13, 17], keys, 4) == set()  # "the text original": no phrase repeated
+    config = DecodingConfig(no_repeat_ngram=4)
+    word_keys = WordKeys.of(torch.tensor(keys))
+    # the token ban alone lets it through (no token 4-gram repeats); the word ban takes both spellings away
+    assert choose_token(logits_preferring(16, 18, 17, vocab=40), again, config) == (16, False)
+    assert choose_token(logits_preferring(16, 18, 17, vocab=40), again, config, None, word_keys) == (17, True)
+    off = DecodingConfig(**OFF)  # no_repeat_ngram 0 turns both bans off
+    assert choose_token(logits_preferring(16, 17, vocab=40), again, off, None, word_keys) == (16, False)
 
 
 def test_greedy_is_the_argmax_and_ignores_any_generator():

@@ -23,6 +23,8 @@ from infinipot.core.evidence import (
     Span,
     choose_spans,
     find_evidence,
+    follow,
+    fused,
     most_likely_spans,
     parse_pot_entries,
     ranked_buckets,
@@ -64,7 +66,7 @@ def fetch_from(document: list[int]):
 
 def test_chosen_spans_do_not_overlap_stay_in_budget_and_come_in_document_order():
     document = ([5] * 15 + [0]) * 40  # 640 tokens, a sentence every 16
-    config = EvidenceConfig(budget_tokens=100, bucket_tokens=8, max_span_tokens=40, max_spans=5)
+    config = EvidenceConfig(budget_tokens=100, bucket_tokens=8, max_span_tokens=40, max_spans=5, span_tokens=0)
     shares = {30: 0.4, 31: 0.2, 2: 0.15, 70: 0.1, 3: 0.05, 50: 0.05}
     buckets = [Bucket(index, share, index * 8 + 3) for index, share in shares.items()]
     spans = choose_spans(buckets, len(document), fetch_from(document), ends, config)
@@ -83,6 +85,38 @@ def test_chosen_spans_do_not_overlap_stay_in_budget_and_come_in_document_order()
     assert best.score == pytest.approx(0.4) and best.best == 243
 
 
+def test_a_span_takes_the_whole_sentences_after_it_up_to_its_length():
+    #        0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15
+    ids = [5, 5, 0, 5, 5, 5, 0, 5, 5, 5, 5, 5, 5, 0, 5, 5]  # sentences end at 2, 6 and 13; the last runs on
+    assert follow(0, 3, ids, 0, ends, target=6, limit=20) == 7  # one sentence more reaches 7 >= 6 tokens
+    assert follow(0, 3, ids, 0, ends, target=8, limit=20) == 14  # under 8 after it: the next one too
+    assert follow(0, 3, ids, 0, ends, target=8, limit=10) == 7  # the sentence to 13 would pass the limit
+    assert follow(0, 3, ids, 0, ends, target=3, limit=20) == 3  # already long enough
+    assert follow(0, 14, ids, 0, ends, target=30, limit=40) == 16  # the window's end closes the last one
+    assert follow(100, 103, ids[:7], 100, ends, target=6, limit=20) == 107  # document positions
+
+
+def test_chosen_spans_carry_the_sentences_after_their_bucket_without_overlap():
+    document = ([5] * 15 + [0]) * 40  # 640 tokens, a sentence every 16
+    config = EvidenceConfig(budget_tokens=200, bucket_tokens=8, max_span_tokens=64, max_spans=5, span_tokens=40)
+    buckets = [Bucket(30, 0.5, 243), Bucket(34, 0.4, 275), Bucket(28, 0.3, 227)]
+    earlier, best = choose_spans(buckets, len(document), fetch_from(document), ends, config)
+    assert (best.start, best.end) == (240, 288)  # its sentence and two more: 48 tokens, the first >= 40
+    assert best.ids == tuple(document[240:288]) and best.score == pytest.approx(0.5)
+    # bucket 34 lies inside the best span: nothing more; bucket 28 grows into it and is trimmed at its start
+    assert (earlier.start, earlier.end) == (224, 240)
+
+
+def test_both_rankings_take_turns_two_word_buckets_to_one_of_attention():
+    attention = [Bucket(9, 0.6, 90), Bucket(1, 0.3, 12), Bucket(7, 0.1, 70)]
+    words = [Bucket(1, 0.5, 10), Bucket(2, 0.3, 20), Bucket(3, 0.1, 30), Bucket(4, 0.05, 40), Bucket(5, 0.05, 50)]
+    merged = fused(attention, words)
+    assert [b.index for b in merged] == [1, 2, 9, 3, 4, 7, 5]  # each once; the words run on after attention ends
+    # a bucket both ranked keeps the attention's share and best token (where the pot looked)
+    assert merged[0] == Bucket(1, 0.3, 12) and merged[1] == Bucket(2, 0.3, 20)
+    assert fused([], words) == words and fused(attention, []) == attention
+
+
 def test_a_span_is_cut_at_the_budget_edge():
     document = [5] * 200 + [0]
     config = EvidenceConfig(budget_tokens=70, bucket_tokens=64, max_span_tokens=128)
@@ -92,7 +126,7 @@ def test_a_span_is_cut_at_the_budget_edge():
 
 def test_a_bucket_in_the_pots_verbatim_tail_is_cited_but_not_read_and_costs_no_budget():
     document = ([5] * 15 + [0]) * 40  # 640 tokens, a sentence every 16
-    config = EvidenceConfig(budget_tokens=32, bucket_tokens=8, max_span_tokens=40, max_spans=3)
+    config = EvidenceConfig(budget_tokens=32, bucket_tokens=8, max_span_tokens=40, max_spans=3, span_tokens=0)
     buckets = [Bucket(75, 0.5, 603), Bucket(10, 0.3, 83), Bucket(20, 0.2, 163)]  # the best is in the tail
     spans = choose_spans(buckets, len(document), fetch_from(document), ends, config, held_from=592)
     held = [s for s in spans if s.held]

@@ -214,6 +214,9 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
             check_full_context(engine.model, needed)
         except FullContextError as exc:
             return {"status": "refused", "reason": str(exc)}
+    on_gpu = engine.loaded.device.type == "cuda"
+    if on_gpu:
+        torch.cuda.reset_peak_memory_stats(engine.loaded.device)
     pot, read_seconds = reading.read(trial.document)
     stats = AnswerStats()
     answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, stats)).strip()
@@ -230,6 +233,8 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
         "peak_entries": max(pot.peak_entries, stats.peak_entries),
         "pot_entries": pot.entries,
     }
+    if on_gpu:  # the read's and the pot answer's peak (the focus and evidence answers below add their own)
+        outcome["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated(engine.loaded.device) / 2**20, 1)
     if settings.focus is not None:  # the same pot asked again through a question-distilled copy (ask --focus)
         focused = AnswerStats()
         answer = "".join(engine.answer(pot, QUESTION, settings.max_new_tokens, focused, focus=settings.focus)).strip()

@@ -4,13 +4,15 @@
         [--candidates 1024:12,2048:24] [--prompts current,which,ask,none] [--out benchmarks/devset/results/rerank]
         [--threads 1]
 
-For every development question, the document's default pot (read once, or reused from --home) finds its
-candidate spans exactly as `ask` does (`gather_evidence` with EvidenceConfig(budget_tokens=B, max_spans=S,
-read_spans=0)); each candidate is then scored by the question's mean log-probability after it
-(core.rerank.question_likelihoods) with each request wording of --prompts, and by the share of the question's
-attention in the bucket that found it. No answer is generated. Reports recall@k (k = 2..5): the share of
-questions where one of the k best spans holds an accepted answer or the evidence quote (score.evidence_holds),
-beside the share whose candidates hold it at all. Writes rerank_recall.json and rerank_recall.md under --out.
+Each --candidates entry is budget:max_spans[:span_tokens[:ranking]] (EvidenceConfig's budget_tokens, max_spans,
+span_tokens and ranking; the last two default to EvidenceConfig's). For every development question, the
+document's default pot (read once, or reused from --home) finds its candidate spans exactly as `ask` does
+(`gather_evidence` with those settings and read_spans=0); each candidate is then scored by the question's mean
+log-probability after it (core.rerank.question_likelihoods) with each request wording of --prompts, and by the
+share of the question's attention in the bucket that found it. No answer is generated. Reports recall@k
+(k = 1..5): the share of questions where one of the k best spans holds an accepted answer or the evidence quote
+(score.evidence_holds), beside the share whose candidates hold it at all. Writes rerank_recall.json and
+rerank_recall.md under --out.
 """
 
 from __future__ import annotations
@@ -50,15 +52,28 @@ def recall_at(records: list[dict], scorer: str, k: int) -> int:
     return sum(any(r["holds"][i] for i in best_spans(r["scores"][scorer], k)) for r in records)
 
 
-def score_candidates(args: argparse.Namespace, budget: int, max_spans: int, prompts: list[str]) -> list[dict]:
+def candidate_config(entry: str):
+    """EvidenceConfig from a --candidates entry budget:max_spans[:span_tokens[:ranking]]."""
+    from infinipot.core.evidence import EvidenceConfig
+
+    parts = entry.split(":")
+    if not 2 <= len(parts) <= 4:
+        raise ValueError(f"a candidate set is budget:max_spans[:span_tokens[:ranking]], got {entry!r}")
+    fields = {"budget_tokens": int(parts[0]), "max_spans": int(parts[1]), "read_spans": 0}
+    if len(parts) > 2:
+        fields["span_tokens"] = int(parts[2])
+    if len(parts) > 3:
+        fields["ranking"] = parts[3]
+    return EvidenceConfig(**fields)
+
+
+def score_candidates(args: argparse.Namespace, config, prompts: list[str]) -> list[dict]:
     from infinipot.app.ask.evidence import gather_evidence
     from infinipot.app.service import DocumentService
     from infinipot.core.config import PotConfig
-    from infinipot.core.evidence import EvidenceConfig
     from infinipot.core.rerank import question_likelihoods
 
     service = DocumentService(args.home, device="cpu")
-    config = EvidenceConfig(budget_tokens=budget, max_spans=max_spans, read_spans=0)
     stored_by_document: dict[str, object] = {}
     records = []
     for question in load_questions():
@@ -100,13 +115,13 @@ def report(results: dict[str, list[dict]], prompts: list[str]) -> str:
         "candidate; the others: the question's mean",
         f"log-probability after the span and the request ({'; '.join(f'`{p}`: {_wording(p)}' for p in prompts)}).",
         "",
-        "| candidates (budget:max spans) | held by any | scorer | @2 | @3 | @4 | @5 |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        "| candidates (budget:max spans:span tokens:ranking) | held by any | scorer | @1 | @2 | @3 | @4 | @5 |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for name, records in results.items():
         held = sum(any(r["holds"]) for r in records)
         for scorer in ["attention share", *prompts]:
-            cells = " | ".join(str(recall_at(records, scorer, k)) for k in (2, 3, 4, 5))
+            cells = " | ".join(str(recall_at(records, scorer, k)) for k in (1, 2, 3, 4, 5))
             lines.append(f"| {name} | {held} of {len(records)} | {scorer} | {cells} |")
     return "\n".join(lines) + "\n"
 
@@ -115,7 +130,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--home", type=Path, default=Path("/tmp/ip-home-dev"))
-    parser.add_argument("--candidates", default="1024:12,2048:24", help="budget:max_spans pairs, comma-separated")
+    parser.add_argument(
+        "--candidates", default="1024:12,2048:24", help="budget:max_spans[:span_tokens[:ranking]], comma-separated"
+    )
     parser.add_argument("--prompts", default=",".join(PROMPTS))
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--threads", type=int, default=1)
@@ -129,10 +146,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     results = {}
-    for pair in args.candidates.split(","):
-        budget, max_spans = (int(part) for part in pair.split(":"))
-        print(f"candidates within {budget} tokens, at most {max_spans} spans", flush=True)
-        results[pair] = score_candidates(args, budget, max_spans, prompts)
+    for entry in args.candidates.split(","):
+        config = candidate_config(entry)
+        name = f"{config.budget_tokens}:{config.max_spans}:{config.span_tokens}:{config.ranking}"
+        print(f"candidates {name}", flush=True)
+        results[name] = score_candidates(args, config, prompts)
     args.out.mkdir(parents=True, exist_ok=True)
     command = "python -m benchmarks.devset.rerank_recall " + " ".join(sys.argv[1:])
     (args.out / "rerank_recall.json").write_text(json.dumps({"command": command, "results": results}) + "\n")
