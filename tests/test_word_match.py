@@ -8,7 +8,7 @@ from tiny_models import random_ids, tiny_loaded, tiny_tokenizer
 
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
-from infinipot.core.evidence import Bucket, EvidenceConfig, fused, verbatim_tail_start, word_ranked_buckets
+from infinipot.core.evidence import EvidenceConfig, verbatim_tail_start, word_ranked_buckets
 from infinipot.core.word_match import NO_KEY, fold_inflection, token_keys, word_match_scores
 
 
@@ -89,15 +89,6 @@ def test_word_ranking_leaves_out_buckets_without_a_match_and_the_verbatim_tail()
     ranked = word_ranked_buckets(torch.tensor(document), [7], KEYS, config, until=64 * 5)
     assert [b.index for b in ranked] == [1]
     assert ranked[0].best == 64 + 3 and ranked[0].share == 1.0
-
-
-def test_fusion_puts_a_bucket_both_rankings_agree_on_first_and_keeps_the_attention_s_fields():
-    attention = [Bucket(3, 0.5, 200), Bucket(9, 0.3, 600), Bucket(1, 0.2, 70)]
-    words = [Bucket(9, 0.9, 590), Bucket(4, 0.1, 260)]
-    ranked = fused([attention, words])
-    assert ranked[0] == Bucket(9, 0.3, 600)
-    assert {b.index for b in ranked} == {1, 3, 4, 9}
-    assert [b.index for b in fused([attention])] == [3, 9, 1]
 
 
 def test_the_verbatim_tail_is_what_every_head_holds_since_the_last_compression():
