@@ -19,7 +19,7 @@ from helpers import (
 )
 from tiny_models import save_attending_model_folder
 
-from infinipot.app.ask.quoting import quoted_part
+from infinipot.app.ask.quoting import quoted_part, shared_words
 from infinipot.app.web.page import sources
 from infinipot.app.web.page.handlers import KEPT_TAB, Handlers
 
@@ -153,3 +153,31 @@ def test_a_source_is_quoted_from_the_sentence_that_shares_the_most_words_with_th
     content = sources.chat_message("assistant", answer, citations)["content"]
     assert "“…The combination of the storeroom safe, where the keepers keep the logbooks, is 7419." in content
     assert "Angus" not in content.split("\n\n")[-1]  # the quote, not the hover text of the Sources line
+
+
+def test_the_sources_quoted_are_those_closest_to_the_answer_whatever_their_rank():
+    answer = "The answer to the question is: Mount Aster is 1,206 meters high."
+    citations = [
+        {"label": "line 684", "score": 0.02, "token": 1, "snippet": "Mount Aster. The grass was short and springy."},
+        {"label": "line 703", "score": 0.0, "token": 2, "snippet": "Light rain fell all afternoon. It was cold."},
+        {
+            "label": "line 741",
+            "score": 0.0,
+            "token": 3,
+            "snippet": "Fenn's barometer agreed that the mountain was "
+            "1,206 metres high, a little lower than the charts claimed. They ate.",
+        },
+    ]
+    assert [sources_shared(c, answer) for c in citations] == [2, 0, 3]
+    quotes = sources.chat_message("assistant", answer, citations)["content"].split("\n\n")[-1]
+    first, gap, second = quotes.split("\n")
+    assert first.startswith("> **line 741** “Fenn's barometer agreed that the mountain was 1,206 metres high")
+    assert second.startswith("> **line 684** “Mount Aster.")  # ranked first by the pot, shares two words
+    assert "Light rain" not in quotes
+    # an answer sharing nothing with any source: the citations' own order
+    quoted = sources.quotes(citations, "Yes.")
+    assert quoted.index("line 684") < quoted.index("line 703") and "line 741" not in quoted
+
+
+def sources_shared(citation: dict, answer: str) -> int:
+    return shared_words(citation["snippet"], answer)

@@ -23,13 +23,9 @@ def answer_words(text: str) -> set[str]:
     return {w for w in (m.group(0).lower() for m in _WORD.finditer(text or "")) if w not in _COMMON}
 
 
-def quoted_part(snippet: str, answer: str) -> str:
-    """The snippet from the start of its sentence that shares the most words with the answer (the first
-    sentence on a tie or when the answer shares none)."""
-    text = " ".join((snippet or "").split())
-    wanted = answer_words(answer)
-    if not wanted:
-        return text
+def _best_sentence(text: str, wanted: set[str]) -> tuple[int, int]:
+    """(where the sentence of `text` sharing the most words with `wanted` starts, how many it shares); the first
+    sentence on a tie."""
     starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
     best, best_shared = 0, 0
     for index, start in enumerate(starts):
@@ -37,4 +33,21 @@ def quoted_part(snippet: str, answer: str) -> str:
         shared = len(answer_words(text[start:end]) & wanted)
         if shared > best_shared:
             best, best_shared = start, shared
+    return best, best_shared
+
+
+def shared_words(snippet: str, answer: str) -> int:
+    """How many words the snippet's sentence closest to the answer shares with it (0 without an answer)."""
+    wanted = answer_words(answer)
+    return _best_sentence(" ".join((snippet or "").split()), wanted)[1] if wanted else 0
+
+
+def quoted_part(snippet: str, answer: str) -> str:
+    """The snippet from the start of its sentence that shares the most words with the answer (the first
+    sentence on a tie or when the answer shares none)."""
+    text = " ".join((snippet or "").split())
+    wanted = answer_words(answer)
+    if not wanted:
+        return text
+    best, _ = _best_sentence(text, wanted)
     return text[best:] if best == 0 else "…" + text[best:]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import html
 import re
 
-from infinipot.app.ask.quoting import quoted_part
+from infinipot.app.ask.quoting import quoted_part, shared_words
 
-QUOTED = 2  # sources quoted under an answer, best first (all of them have their text as hover text)
+QUOTED = 2  # sources quoted under an answer (all of them have their text as hover text)
 QUOTE_CHARS = 180  # a quote longer than this is cut at a word, with an ellipsis
 HOVER_CHARS = 600
 _MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
@@ -56,13 +56,17 @@ def markdown_text(text: str) -> str:
 
 
 def quotes(citations: list[dict], answer: str = "") -> str:
-    """The best sources' text as a Markdown block quote: '> **line 12** “the cited sentence…”', each from the
-    sentence that shares the most words with the answer."""
+    """Sources' text as a Markdown block quote: '> **line 12** “the cited sentence…”', each from the sentence that
+    shares the most words with the answer. The QUOTED sources whose sentence shares the most are quoted, the
+    citations' own order breaking ties: the passage the answer came from is often not the one the question's
+    attention ranked first ("Mount Aster is 1,206 meters high" is read out of the third source, "the mountain was
+    1,206 metres high", while the first only names the mountain)."""
+    with_text = [c for c in citations if (c.get("snippet") or "").strip()]
+    chosen = sorted(with_text, key=lambda c: -shared_words(c["snippet"], answer))[:QUOTED]  # stable on ties
     quoted = []
-    for c in citations[:QUOTED]:
-        if (c.get("snippet") or "").strip():
-            text = shortened(quoted_part(c["snippet"], answer), QUOTE_CHARS)
-            quoted.append(f"> **{markdown_text(c['label'])}** “{markdown_text(text)}”")
+    for c in chosen:
+        text = shortened(quoted_part(c["snippet"], answer), QUOTE_CHARS)
+        quoted.append(f"> **{markdown_text(c['label'])}** “{markdown_text(text)}”")
     return "\n>\n".join(quoted)
 
 
