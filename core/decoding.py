@@ -18,6 +18,11 @@ Two rules, which work together:
 A third, narrow rule rides with `stop_on_repeat`: a run-on "word" (no whitespace for RUN_ON_CHARS characters)
 ends the answer. Copying a document's identifiers, the small model can chain them ("asn1_create_element_node_
 value_...") until the token limit; each piece differs, so neither rule above sees a repeat.
+
+A fourth rides with it too: a paragraph after the answer that opens with a question ends the answer before it
+(`new_turn`). Having answered, the small model sometimes writes the next user's question itself ("The GNU
+Libtasn1 is a library for ASN.1 ... manipulation.\n\nWhat is libtasn2?"); the first sentence of every later
+paragraph is held back until it ends, so such a question is never shown.
 """
 
 from __future__ import annotations
@@ -218,8 +223,9 @@ class RepeatStop:
         self.start = 0  # where the unfinished sentence begins in `text`
         self.shown = 0  # how much of `text` has been returned
         self.earlier: list[str] = []  # normalized sentences and lines written so far (MIN_WORDS or more)
-        self.repeated = False  # the text ended early: a repeat (or, with `run_on`, a run-on word) was dropped
+        self.repeated = False  # the text ended early: a repeat (or a run-on word, or a new turn) was dropped
         self.run_on = False
+        self.new_turn = False
 
     def push(self, piece: str) -> str:
         """Take the next piece of answer text; return what may be shown now ("" while holding back)."""
@@ -233,6 +239,10 @@ class RepeatStop:
             if sentence in self.earlier:
                 self.drop_unfinished()
                 return self._show(len(self.text))
+            if self._asks_anew(self.text[self.start : end.end()]):
+                self.drop_unfinished()
+                self.new_turn = True
+                return self._show(len(self.text))
             if len(sentence.split()) >= MIN_WORDS:
                 self.earlier.append(sentence)
             self.start = end.end()
@@ -241,10 +251,19 @@ class RepeatStop:
             self.text = self.text[: max(word, self.shown)]  # what was shown stays; the held-back rest is dropped
             self.repeated = self.run_on = True
             return ""
-        shown_until = self.start if self._could_repeat() else len(self.text)
+        shown_until = self.start if self._could_repeat() or self._opens_paragraph() else len(self.text)
         if len(self.text) - word >= HOLD_WORD_CHARS:
             shown_until = min(shown_until, word)
         return self._show(shown_until)
+
+    def _opens_paragraph(self) -> bool:
+        """The unfinished sentence is the first of a paragraph after some answer text (a blank line before it)."""
+        before = self.text[: self.start]
+        return bool(before.strip()) and before.rstrip(" \t").endswith("\n\n")
+
+    def _asks_anew(self, sentence: str) -> bool:
+        """`sentence`, ending at the unfinished one's end, opens a later paragraph and is a question."""
+        return self._opens_paragraph() and sentence.strip().endswith("?")
 
     def _word_start(self) -> int:
         """Where the trailing whitespace-free stretch of the text begins."""
@@ -271,7 +290,9 @@ class RepeatStop:
         """The held-back rest once generation has ended: shown unless it is itself a whole repeated sentence."""
         if not self.enabled or self.repeated:
             return ""
-        if normalized(self.text[self.start :]) in self.earlier:
+        rest = self.text[self.start :]
+        if normalized(rest) in self.earlier or self._asks_anew(rest):
+            self.new_turn = normalized(rest) not in self.earlier
             self.drop_unfinished()
         return self._show(len(self.text))
 

@@ -39,8 +39,9 @@ class AnswerStats:
     # ones whose text was shown).
     token_ids: list[int] = field(default_factory=list)
     # What ended the answer: "end" (an end-of-turn token), "length" (max_new_tokens), "repeat" (it started
-    # repeating a sentence or line it already wrote; the repeat is not part of the answer) or "run-on" (a
-    # whitespace-free chain of RUN_ON_CHARS characters, dropped).
+    # repeating a sentence or line it already wrote; the repeat is not part of the answer), "run-on" (a
+    # whitespace-free chain of RUN_ON_CHARS characters, dropped) or "new-turn" (a later paragraph opened with a
+    # question of its own, dropped).
     stopped_by: str = ""
     # The pot the answer was generated from: the stored one, or the copy distilled to make room (citations
     # re-read the answer's attention over exactly these entries).
@@ -301,7 +302,7 @@ class Engine:
         if piece:
             yield piece
         if repeats.repeated:
-            stats.stopped_by = "run-on" if repeats.run_on else "repeat"
+            stats.stopped_by = "run-on" if repeats.run_on else ("new-turn" if repeats.new_turn else "repeat")
             stats.token_ids = tokens_for_text(self.tokenizer, stats.token_ids, repeats.text)
         stats.seconds = time.perf_counter() - started
 

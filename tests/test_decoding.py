@@ -226,6 +226,30 @@ def test_a_run_on_identifier_chain_ends_the_text_and_is_mostly_never_shown():
     assert stop.push(" later.") == "" and stop.finish() == ""
 
 
+def test_a_later_paragraph_that_asks_a_question_ends_the_answer_and_is_never_shown():
+    answer = "The GNU Libtasn1 is a library for ASN.1 and DER manipulation."
+    stop = RepeatStop()
+    pieces = stream(answer + "\n\nWhat is libtasn2?\nIt is a library.", stop)
+    assert "".join(pieces).strip() == answer and stop.text.strip() == answer
+    assert stop.repeated and stop.new_turn and not stop.run_on
+    assert not any("What" in piece for piece in pieces)  # the question's start was held back, never shown
+    stop = RepeatStop()  # the question ends the generation, no whitespace after it: dropped by finish
+    assert "".join(stream(answer + "\n\nWhat is libtasn2?", stop)).strip() == answer and stop.new_turn
+
+
+def test_later_paragraphs_and_questions_inside_the_answer_are_shown():
+    stop = RepeatStop()  # a later paragraph of statements: its first sentence is held until it ends, then shown
+    assert stop.push("It has two parts.\n\nThe first") == "It has two parts.\n\n"
+    assert stop.push(" part reads.") == ""  # ended once whitespace follows
+    assert stop.push(" Then") == "The first part reads. Then"  # a statement: shown, and streams again
+    assert stop.push(" more.") == " more."
+    text = "Is it free? Yes, under the LGPL.\nWhy? Because it says so."  # questions in the first paragraph, a line
+    stop = RepeatStop()
+    assert "".join(stream(text, stop)) == text and not stop.repeated
+    off = RepeatStop(enabled=False)
+    assert "".join(stream("Done.\n\nWhat next?", off)) == "Done.\n\nWhat next?"
+
+
 def test_a_long_word_is_held_back_until_it_ends_then_shown():
     url = "https://www.example.org/" + "a" * (RUN_ON_CHARS - 40)  # between the hold length and the run-on length
     assert HOLD_WORD_CHARS < len(url) < RUN_ON_CHARS

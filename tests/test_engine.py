@@ -18,10 +18,12 @@ def reference_with_rules(
     engine: Engine, ids: list[int], decoding: DecodingConfig, prior_ids: list[int] | None = None
 ) -> list[int]:
     """Plain full-KV generation with transformers' own forward and logits, each token chosen by the same rules
-    (core.decoding.choose_token) but with no sentence-repeat stop: the engine's answer is this, or its start.
+    (core.decoding.choose_token, the word ban included) but with no text-level stop: the engine's answer is this,
+    or its start.
     With `prior_ids`, each step's logits are contrasted (core.decoding.contrasted) with those of the same answer
     after `prior_ids`, run alongside, and the answer ends where the uncontrasted best token ends the turn."""
     generator = sampler(decoding)
+    word_keys = engine.answer_word_keys() if decoding.no_repeat_ngram else None
     answer: list[int] = []
     with torch.no_grad():
         out = engine.model(torch.tensor([ids]), use_cache=True)
@@ -32,7 +34,7 @@ def reference_with_rules(
                 if int(logits.argmax()) in engine.stop_ids:  # the document-conditioned model ends the answer
                     break
                 logits = contrasted(logits, prior.logits[0, -1].float(), decoding.contrast)
-            token = choose_token(logits, answer, decoding, generator).token
+            token = choose_token(logits, answer, decoding, generator, word_keys).token
             if token in engine.stop_ids:
                 break
             answer.append(token)
@@ -76,7 +78,7 @@ def test_answer_equals_full_kv_generation_under_the_default_rules(arch, decoding
     reference = reference_with_rules(
         engine, engine.prefix_ids + document + engine.answer_prompt_ids("What is the passkey?"), decoding
     )
-    if stats.stopped_by == "repeat":  # cut where it started repeating a sentence: the text is the tokens' start
+    if stats.stopped_by in ("repeat", "new-turn"):  # cut by a text-level stop: the text is the tokens' start
         assert stats.token_ids == reference[: len(stats.token_ids)]
         assert engine.tokenizer.decode(stats.token_ids, skip_special_tokens=True).startswith(text)
     else:

@@ -55,7 +55,7 @@ def test_questions_on_a_real_manual_cite_the_page_and_text_that_answer_them(tmp_
     assert "libtasn1.h" in answer
     cited = cited_with(stats, "header file of this library is libtasn1.h")
     assert cited and all(c["page"] in pages_holding(manual, "libtasn1.h") for c in cited), stats.citations
-    assert stats.stopped_by in ("end", "repeat") and stats.new_tokens < 256  # it ends by itself
+    assert stats.stopped_by in ("end", "repeat", "new-turn") and stats.new_tokens < 256  # it ends by itself
 
     # The version is on the title pages. The spans read hold it (retrieval); the 135M model does not always read
     # it out of them (it answered "a version of GNU Libtasn1 that is a library for ASN.1 ..." once the spans
@@ -66,4 +66,4 @@ def test_questions_on_a_real_manual_cite_the_page_and_text_that_answer_them(tmp_
     print("answer:", "".join(pieces), "citations:", [(c["label"], c["snippet"][:80]) for c in stats.citations])
     cited = cited_with(stats, "version 4.19.0")
     assert cited and all(c["page"] in pages_holding(manual, "version 4.19.0") for c in cited), stats.citations
-    assert stats.stopped_by in ("end", "repeat") and stats.new_tokens < 256
+    assert stats.stopped_by in ("end", "repeat", "new-turn") and stats.new_tokens < 256

@@ -304,8 +304,8 @@ class InfiniPotApp:
                 )
                 c.stop_on_repeat = gr.Checkbox(
                     label="Stop when the answer repeats itself",
-                    info="ends the answer before a sentence or line it already wrote, or a run-on chain of "
-                    "characters (repeat stop)",
+                    info="ends the answer before a sentence or line it already wrote, a run-on chain of "
+                    "characters, or a new paragraph that asks a question of its own (repeat stop)",
                     value=defaults["stop_on_repeat"],
                     elem_id="ip-stop-on-repeat",
                 )
