@@ -123,17 +123,14 @@ def banned_tokens(answer_ids: Sequence[int], n: int) -> set[int]:
 
 
 def banned_words(answer_ids: Sequence[int], keys: Sequence[int] | None, n: int) -> set[int]:
-    """Word keys that would complete a word n-gram the answer already contains (n = 0 or no keys: none).
+    """Word keys that would complete a word n-gram the answer already contains (n = 0 or no keys: none): the
+    token rule (`banned_tokens`) over the answer's words.
 
     keys: each vocabulary entry's key (core.word_match.token_keys, as a list), NO_KEY (negative) for entries
     without a letter or digit; the answer's tokens with a key are its words, in order, the others are skipped."""
-    if n == 0 or keys is None:
+    if keys is None:
         return set()
-    words = [keys[t] for t in answer_ids if 0 <= t < len(keys) and keys[t] >= 0]
-    if len(words) < n:
-        return set()
-    context = words[len(words) - n + 1 :]  # the n-1 newest words
-    return {words[i + n - 1] for i in range(len(words) - n + 1) if words[i : i + n - 1] == context}
+    return banned_tokens([keys[t] for t in answer_ids if 0 <= t < len(keys) and keys[t] >= 0], n)
 
 
 # Contrast scores only tokens at least this share as likely as the best one given the passages: below it, the
@@ -291,8 +288,9 @@ class RepeatStop:
         if not self.enabled or self.repeated:
             return ""
         rest = self.text[self.start :]
-        if normalized(rest) in self.earlier or self._asks_anew(rest):
-            self.new_turn = normalized(rest) not in self.earlier
+        repeat = normalized(rest) in self.earlier
+        if repeat or self._asks_anew(rest):
+            self.new_turn = not repeat
             self.drop_unfinished()
         return self._show(len(self.text))
 

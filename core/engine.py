@@ -113,9 +113,10 @@ class Engine:
         return self._word_keys
 
     def answer_word_keys(self) -> WordKeys:
-        """The word keys in the form the answer's word n-gram ban reads them (core.decoding), built on first use."""
+        """The word keys in the form the answer's word n-gram ban reads them (core.decoding), built on first use
+        and kept on the model's device, where each answer step's logits are."""
         if self._banned_word_keys is None:
-            self._banned_word_keys = WordKeys.of(self.word_keys())
+            self._banned_word_keys = WordKeys.of(self.word_keys().to(self.loaded.device))
         return self._banned_word_keys
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:

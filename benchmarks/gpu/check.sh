@@ -3,7 +3,8 @@
 #   read time and peak GPU memory at 128K and 1M tokens, and the passkey at 128K, for the bundled model,
 #   and the 128K read of a random-weight model of Llama 3.2 1B's shape.
 # Nothing can be fetched there and at most 64 MiB travel per call, so the pieces come in ignored folders:
-#   .whl/   transformers, gguf and platformdirs wheels (the machine's own torch runs them)
+#   .whl/   wheels of what the machine lacks: transformers 5.23, gguf, platformdirs, sqlite-utils, sqlite-fts4,
+#           click-default-group and needlehaystack (the machine's own torch runs them)
 #   .gpu1/ .gpu2/ .gpu3/  the bundled GGUF file in three parts (split -b), with its SHA-256 in .gpu3/sha256;
 #   carried folders do not outlast their call, so the calls before this one copy their part to /tmp/gguf-parts
 # Results go to $OUT (at most 8 files come back): gpu.txt, log.txt and one JSON-lines file per run.
