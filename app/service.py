@@ -16,6 +16,7 @@ from pathlib import Path
 
 from infinipot.app.ask import across, evidence, reread, summary
 from infinipot.app.ask.conversation import cited_answer, recorded_answer
+from infinipot.app.ask.follow_up import follow_up_query, turns_in_view
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pots import open_general_pot, open_pot_read_with
 from infinipot.app.ask.stats import AskStats
@@ -224,11 +225,12 @@ class DocumentService:
                 raise DocumentNotFound(str(exc)) from None
             if conversation.document_id != stored.doc_id:
                 raise DocumentNotFound(f"conversation {conversation_id} is not about this document")
+        history = turns_in_view(question, self.earlier_turns(conversation_id)) if conversation_id is not None else []
         stats = AskStats(load_seconds=time.perf_counter() - started, warnings=list(stored.warnings))
         if record and self.store.read_only:
             record = False
             stats.warnings.append(f"the data folder {self.home} is read-only, so this answer is not saved")
-        pieces = self._answer(stored, question, settings, stats)
+        pieces = self._answer(stored, question, settings, stats, history)
         if not record:
             answer = cited_answer(self.library, pieces, stats, stored, question)
         else:
@@ -241,19 +243,43 @@ class DocumentService:
         with self.store.in_use(doc_id, what):
             yield from pieces
 
-    def _answer(self, stored: StoredPot, question: str, settings: AnswerSettings, stats: AskStats) -> Iterator[str]:
-        """The answer's pieces in the chosen mode; evidence spans are found before the first piece."""
+    def earlier_turns(self, conversation_id: int) -> list[tuple[str, str]]:
+        """The conversation's (question, answer) pairs, oldest first; summaries and stopped answers are not
+        turns a follow-up refers to."""
+        turns, question = [], None
+        for message in self.store.conversations.messages(conversation_id):
+            meta = message.meta or {}
+            if message.role == "user":
+                question = message.content
+            elif question is not None and not meta.get("summary") and not meta.get("stopped") and message.content:
+                turns.append((question, message.content))
+                question = None
+        return turns
+
+    def _answer(
+        self,
+        stored: StoredPot,
+        question: str,
+        settings: AnswerSettings,
+        stats: AskStats,
+        history: list[tuple[str, str]] | None = None,
+    ) -> Iterator[str]:
+        """The answer's pieces in the chosen mode; evidence spans are found before the first piece. With
+        `history` (earlier turns), the evidence is sought for the earlier questions and this one together, and
+        the answer sees the turns."""
         stats.answer_from = settings.answer_from
         engine, pot, decoding = stored.engine, stored.pot, settings.decoding
+        history = history or []
         if settings.answer_from == "focus":
-            return engine.answer(pot, question, decoding, stats, focus=settings.focus_entries)
+            return engine.answer(pot, question, decoding, stats, focus=settings.focus_entries, history=history)
         if settings.answer_from == "pot":
-            return engine.answer(pot, question, decoding, stats)
+            return engine.answer(pot, question, decoding, stats, history=history)
         if not (question or "").strip():
             raise ValueError("the question is empty")
         started = time.perf_counter()
+        sought = follow_up_query(question, history)
         spans, warnings = evidence.gather_evidence(
-            self.library, stored, question, settings.evidence, decoding.max_new_tokens
+            self.library, stored, sought, settings.evidence, decoding.max_new_tokens
         )
         stats.warnings += warnings
         to_read = spans_to_read(spans)
@@ -268,6 +294,7 @@ class DocumentService:
             evidence=to_read,
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
+            history=history,
         )
 
     def summarize(

@@ -15,6 +15,7 @@ from .decoding import DecodingConfig, RepeatStop, WordKeys, decoding_for
 from .distill import distill
 from .errors import PotTooSmallError
 from .generate import Prior, TextStreamer, generate, stop_token_ids, tokens_for_text
+from .grounding import allowed_tokens, function_word_flags
 from .model import LoadedModel
 from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
@@ -22,7 +23,7 @@ from .reader import ContinualReader
 from .rerank import question_likelihoods
 from .scorers import make_scorer
 from .word_match import token_keys
-from .words import TokenBoundaries, token_boundaries
+from .words import TokenBoundaries, token_boundaries, vocabulary
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Engine:
         self._word_keys: torch.Tensor | None = None
         self._banned_word_keys: WordKeys | None = None
         self._opening: Pot | None = None
+        self._function_words: torch.Tensor | None = None
 
     def request_ids(self, instruction: str, gap: str = "\n\n") -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
@@ -139,6 +141,8 @@ class Engine:
         evidence: Sequence[Sequence[int]] = (),
         pot_entries: int | None = None,
         question_first: bool = False,
+        allowed_tokens: torch.Tensor | None = None,
+        history: Sequence[tuple[str, str]] = (),
     ) -> Iterator[str]:
         """Stream the answer to `question` as text pieces; `pot` itself is left unchanged.
 
@@ -151,19 +155,46 @@ class Engine:
         `pot_entries` (with `evidence` only; core.evidence.EvidenceConfig.pot_entries): how much of the pot the
         spans follow: None all of it, 0 none (only the chat template's opening), N a copy distilled to N entries
         with the question as catalyst. `question_first`: the question is also written before the spans.
+        `allowed_tokens` (V,) bool: the only vocabulary entries the answer may write (answer_vocabulary).
+        `history`: earlier (question, answer) turns of the conversation, oldest first: they are written as chat
+        turns after the evidence, and `question` is asked as the next turn (a follow-up sees what "it" is).
         """
         if not question or not question.strip():
             raise ValueError("the question is empty")
         decoding = decoding_for(decoding, max_new_tokens)
         request = self.question_ids(question)
-        prompt = self.answer_prompt_ids(question, evidence, question_first)
+        prompt = self.answer_prompt_ids(question, evidence, question_first, history)
+        if history and len(prompt) + decoding.max_new_tokens > self.request_room():
+            # The earlier turns do not fit beside what the pot keeps: the question is asked on its own.
+            prompt = self.answer_prompt_ids(question, evidence, question_first)
         if evidence and pot_entries == 0:
             pot = self.opening_pot()
         elif evidence and pot_entries is not None and pot_entries < pot.entries:
             focus = pot_entries
         return self._respond(
-            pot, prompt, decoding, stats or AnswerStats(), focus, catalyst=request, prior_request=request
+            pot,
+            prompt,
+            decoding,
+            stats or AnswerStats(),
+            focus,
+            catalyst=request,
+            prior_request=request,
+            allowed=allowed_tokens,
         )
+
+    def answer_vocabulary(self, sources: Sequence[Sequence[int]]) -> torch.Tensor:
+        """(V,) bool on the model's device: what an answer drawn from `sources` (token ids of the passages and the
+        question) may write: their words, function words, punctuation (core.grounding)."""
+        if self._function_words is None:
+            self._function_words = function_word_flags(vocabulary(self.tokenizer, self.vocab_size), self.word_keys())
+        return allowed_tokens(self.word_keys(), self._function_words, sources).to(self.loaded.device)
+
+    def request_room(self) -> int:
+        """Most tokens a request and its answer may take after a full pot distilled to |C| (compressing
+        methods); `full` has no bound here (the model's context decides)."""
+        if not make_scorer(self.config.method, self.config.nuc_ratio).compresses:
+            return 1 << 62
+        return self.config.pot_size - self.config.keep_size
 
     def question_likelihoods(self, spans: Sequence[Sequence[int]], question: str) -> list[float]:
         """How likely the question is as the one each span alone answers: mean log-probability of its tokens
@@ -179,12 +210,24 @@ class Engine:
         return self._opening
 
     def answer_prompt_ids(
-        self, question: str, evidence: Sequence[Sequence[int]] = (), question_first: bool = False
+        self,
+        question: str,
+        evidence: Sequence[Sequence[int]] = (),
+        question_first: bool = False,
+        history: Sequence[tuple[str, str]] = (),
     ) -> list[int]:
         """Everything `answer` puts after the pot: the evidence block (led by the question itself with
-        `question_first`), then the question's request."""
+        `question_first`), then the question's request; with `history`, the earlier turns' requests and answers
+        come first and the question is the last turn."""
         lead = self.question_lead_ids(question) if question_first else []
-        return self.evidence_ids(evidence, lead) + self.question_ids(question)
+        ids = self.evidence_ids(evidence, lead)
+        if not history:
+            return ids + self.question_ids(question)
+        ids += self.question_ids(history[0][0])
+        for (_, answered), (asked, _) in zip(history, [*history[1:], (question, "")], strict=True):
+            instruction = self.question_instruction(asked).strip()
+            ids += encode(self.tokenizer, answered.strip() + self.layout.between + instruction + self.layout.closing)
+        return ids
 
     def question_lead_ids(self, question: str) -> list[int]:
         """The question as a line of its own before the spans, and a blank line after it."""
@@ -264,6 +307,7 @@ class Engine:
         focus: int | None = None,
         catalyst: list[int] | None = None,
         prior_request: list[int] | None = None,
+        allowed: torch.Tensor | None = None,
     ) -> Iterator[str]:
         """`request` follows the pot; `catalyst` (default: the request) distils the pot when it needs room.
         `prior_request` (with DecodingConfig.contrast): what the answer is contrasted with, read after the chat
@@ -281,7 +325,9 @@ class Engine:
         repeats = RepeatStop(enabled=decoding.stop_on_repeat)  # holds back text only while it may be a repeat
         stats.stopped_by = "end"
         word_keys = self.answer_word_keys() if decoding.no_repeat_ngram else None
-        for choice in generate(self.model, cache, request, next_position, decoding, self.stop_ids, prior, word_keys):
+        for choice in generate(
+            self.model, cache, request, next_position, decoding, self.stop_ids, prior, word_keys, allowed
+        ):
             if choice.banned_best and repeats.retracing():
                 repeats.drop_unfinished()  # it wanted to go on copying an earlier sentence: it started repeating
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -42,11 +43,13 @@ def generate(
     stop_ids: set[int],
     prior: Prior | None = None,
     word_keys: WordKeys | None = None,
+    allowed: torch.Tensor | None = None,
 ) -> Iterator[Choice]:
     """Yield the answer's choices until an end-of-turn token or `decoding.max_new_tokens`; the stop token is not
     yielded. The n-gram bans see only the tokens yielded here, never the request or the pot (the word ban needs
     `word_keys`). With `prior` and
-    `decoding.contrast`, the same answer is also run after `prior` and each choice is contrasted with it."""
+    `decoding.contrast`, the same answer is also run after `prior` and each choice is contrasted with it.
+    `allowed` (V,) bool: the only entries the answer may write (core.grounding); None: any."""
     logits = prefill(model, cache, request_ids, start_position)  # (V,)
     position = start_position + len(request_ids)
     contrast = prior is not None and decoding.contrast > 0
@@ -61,6 +64,8 @@ def generate(
             # would drift on: the document-conditioned model alone decides when the answer is complete.
             return
         scores = contrasted(logits, prior_logits, decoding.contrast) if contrast else logits
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed[: scores.shape[-1]], -math.inf)  # (V,)
         choice = choose_token(scores, answer, decoding, generator, word_keys)
         if choice.token in stop_ids:
             return

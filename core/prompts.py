@@ -22,6 +22,8 @@ class PromptLayout:
 
     opening: str  # text before the document (system prompt and the user turn's start)
     closing: str  # text after the user's message that opens the assistant's turn
+    # Text after an assistant's answer up to the next user message (a follow-up question's turn).
+    between: str = "\n\n"
 
     @classmethod
     def for_tokenizer(cls, tokenizer) -> PromptLayout:
@@ -31,13 +33,29 @@ class PromptLayout:
             )
             opening, _, closing = rendered.partition(_SENTINEL)
             if closing:
-                return cls(opening=opening, closing=closing)
+                return cls(opening=opening, closing=closing, between=_between_turns(tokenizer))
         bos = tokenizer.bos_token or ""
         return cls(opening=bos, closing="\nAnswer:")
 
     def request(self, instruction: str, gap: str = "\n\n") -> str:
         """What follows the document for a question, a summary request or a catalyst prompt."""
         return gap + instruction.strip() + self.closing
+
+
+def _between_turns(tokenizer) -> str:
+    """What the chat template writes after an assistant's answer and before the next user message."""
+    answer, question = "\u2063ANSWER\u2063", "\u2063QUESTION\u2063"
+    turns = [
+        {"role": "user", "content": _SENTINEL},
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": question},
+    ]
+    try:
+        rendered = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    except Exception:  # noqa: BLE001 - a template that refuses several turns: a blank line between them
+        return "\n\n"
+    after = rendered.partition(answer)[2]
+    return after.partition(question)[0] if question in after else "\n\n"
 
 
 def encode(tokenizer, text: str) -> list[int]:

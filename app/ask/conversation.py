@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from infinipot.app.ask.citing import cite_answer
 from infinipot.app.ask.evidence import with_snippets
+from infinipot.app.ask.quoting import arranged_citations
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
@@ -18,10 +19,15 @@ from infinipot.storage.store import Store
 def cited_answer(
     library: Library, pieces: Iterator[str], stats: AskStats, stored: StoredPot, question: str
 ) -> Iterator[str]:
-    """Pass the answer through; once it is complete, fill stats.citations (evidence spans were cited already)."""
-    yield from pieces
-    if not stats.citations:
-        stats.citations = citations(library, stored, question, stats)
+    """Pass the answer through; once it is complete, fill stats.citations (evidence spans were cited already),
+    arranged for a reader: one per place, the one the answer came from first, each with its quote
+    (ask.quoting.arranged_citations). The list is changed in place: callers may hold it."""
+    text = []
+    for piece in pieces:
+        text.append(piece)
+        yield piece
+    found = stats.citations or citations(library, stored, question, stats)
+    stats.citations[:] = arranged_citations(found, "".join(text), question)
     stats.answer_pot = None  # a distilled copy is not kept alive with the stats
 
 

@@ -51,3 +51,58 @@ def quoted_part(snippet: str, answer: str) -> str:
         return text
     best, _ = _best_sentence(text, wanted)
     return text[best:] if best == 0 else "…" + text[best:]
+
+
+def _sentences(text: str) -> list[str]:
+    text = " ".join((text or "").split())
+    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
+    ends = starts[1:] + [len(text)]
+    return [text[start:end].strip() for start, end in zip(starts, ends, strict=True) if text[start:end].strip()]
+
+
+def answer_sentence(snippet: str, answer: str, question: str = "") -> tuple[str, int]:
+    """(the whole sentence of `snippet` the answer came from, how many of the answer's words it shares): the one
+    sharing the most words with the answer, then with the question; the first on a tie."""
+    wanted, asked = answer_words(answer), answer_words(question)
+    best, best_key = "", (-1, -1)
+    for sentence in _sentences(snippet):
+        words = answer_words(sentence)
+        key = (len(words & wanted), len(words & asked))
+        if key > best_key:
+            best, best_key = sentence, key
+    return best, max(best_key[0], 0)
+
+
+def marked_words(sentence: str, answer: str) -> list[str]:
+    """The words of `sentence` that the answer also uses (not the common ones), in the sentence's order, each once:
+    what the page marks in a quote."""
+    wanted = answer_words(answer)
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(sentence or ""):
+        word = match.group(0)
+        if word.lower() in wanted:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def arranged_citations(citations: list[dict], answer: str, question: str = "") -> list[dict]:
+    """An answer's citations as a reader wants them: one per place (the same page or line cited twice becomes one
+    citation, its texts joined and its shares added), the place whose sentence shares the most words with the
+    answer first (the citations' own order on ties), each with `quote`, the whole sentence of its text the answer
+    came from."""
+    merged: dict[str, dict] = {}
+    for citation in citations:
+        label = citation.get("label") or ""
+        if label in merged:
+            kept = merged[label]
+            texts = [t for t in (kept.get("snippet"), citation.get("snippet")) if t]
+            kept["snippet"] = " … ".join(dict.fromkeys(texts))
+            kept["score"] = round((kept.get("score") or 0.0) + (citation.get("score") or 0.0), 3)
+        else:
+            merged[label] = dict(citation)
+    scored = []
+    for citation in merged.values():
+        quote, shared = answer_sentence(citation.get("snippet") or "", answer, question)
+        scored.append((-shared, {**citation, "quote": quote}))
+    scored.sort(key=lambda pair: pair[0])  # stable: the citations' order on ties
+    return [citation for _, citation in scored]

@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_answer_options(ask)
     add_pot_options(ask, defaults_apply=False)
     add_runtime_options(ask)
+    ask.add_argument(
+        "--conversation",
+        type=int,
+        metavar="ID",
+        help="continue this conversation (its conversation_id in --json): a follow-up sees the earlier turn",
+    )
     ask.add_argument("--json", action="store_true")
     add_reread_option(ask)
     add_ask_across_command(commands)
@@ -321,7 +327,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "ask":
         pot = pot_config(args) if names_a_pot(args) else None
         pieces, stats, reused = service.ask(
-            args.doc, args.question, answer_settings(args), pot_config=pot, model_name=args.model, dtype=args.dtype
+            args.doc,
+            args.question,
+            answer_settings(args),
+            conversation_id=args.conversation,
+            pot_config=pot,
+            model_name=args.model,
+            dtype=args.dtype,
         )
         key = "answer"
     else:
@@ -364,7 +376,10 @@ def _run(args: argparse.Namespace) -> int:
         print()
         if args.command == "ask" and stats.citations:
             print("sources:")
-            for citation in stats.citations:
+            for index, citation in enumerate(stats.citations):
+                if index == 0 and citation.get("quote"):  # the sentence the answer came from, whole
+                    print(f"  {citation['label']}: {' '.join(citation['quote'].split())}")
+                    continue
                 quote = quoted_part(citation["snippet"], "".join(text))
                 print(f"  {citation['label']}: {shorten(quote, 100)}")
         if getattr(args, "reread", False):

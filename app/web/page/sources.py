@@ -11,17 +11,22 @@ from __future__ import annotations
 import html
 import re
 
-from infinipot.app.ask.quoting import quoted_part, shared_words
+from infinipot.app.ask.quoting import marked_words, quoted_part, shared_words
 
 QUOTED = 2  # sources quoted under an answer (all of them have their text as hover text)
 QUOTE_CHARS = 180  # a quote longer than this is cut at a word, with an ellipsis
+# The sentence an answer came from is quoted whole up to this length (a PDF's run-on table row can be longer).
+WHOLE_QUOTE_CHARS = 600
 HOVER_CHARS = 600
 _MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
+_WORDS = re.compile(r"[^\W_]+")
 
 
 def source_label(citation: dict) -> str:
-    """'page 12 (41%)': the place and its share of the answer's attention."""
-    return f"{citation['label']} ({100 * citation['score']:.0f}%)"
+    """'page 12 (41%)': the place and its share of the answer's attention; the place alone when its share rounds
+    to 0% (a passage the question's words found, where the pot's attention barely looked)."""
+    share = round(100 * (citation.get("score") or 0.0))
+    return f"{citation['label']} ({share}%)" if share >= 1 else citation["label"]
 
 
 def shortened(text: str, limit: int) -> str:
@@ -64,10 +69,24 @@ def quotes(citations: list[dict], answer: str = "") -> str:
     with_text = [c for c in citations if (c.get("snippet") or "").strip()]
     chosen = sorted(with_text, key=lambda c: -shared_words(c["snippet"], answer))[:QUOTED]  # stable on ties
     quoted = []
-    for c in chosen:
-        text = shortened(quoted_part(c["snippet"], answer), QUOTE_CHARS)
-        quoted.append(f"> **{markdown_text(c['label'])}** “{markdown_text(text)}”")
+    for index, c in enumerate(chosen):
+        if c.get("quote") and index == 0:  # the whole sentence the answer came from, its words marked
+            text = marked(shortened(c["quote"], WHOLE_QUOTE_CHARS), answer)
+        else:
+            text = markdown_text(shortened(quoted_part(c["snippet"], answer), QUOTE_CHARS))
+        quoted.append(f"> **{markdown_text(c['label'])}** “{text}”")
     return "\n>\n".join(quoted)
+
+
+def marked(sentence: str, answer: str) -> str:
+    """The sentence as Markdown, with the words the answer shares with it in bold."""
+    words = {w.lower() for w in marked_words(sentence, answer)}
+    pieces, last = [], 0
+    for match in _WORDS.finditer(sentence):
+        if match.group(0).lower() in words:
+            pieces += [markdown_text(sentence[last : match.start()]), f"**{markdown_text(match.group(0))}**"]
+            last = match.end()
+    return "".join(pieces) + markdown_text(sentence[last:])
 
 
 # Added to an answer that Stop cut short, on the page and after a reload.

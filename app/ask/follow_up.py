@@ -1,0 +1,41 @@
+"""Follow-up questions: which earlier turns a question refers back to, and what the evidence is sought for.
+
+"What version of it?" names nothing the document's words or the pot's attention could find; asked after "Under
+which license is this manual distributed?", it means the license's version. A question that refers back (a
+pronoun or demonstrative, "and ..." / "what about ...", or no content word of its own) is sought together
+with the earlier question, and the answer is written with the earlier turn in view; a question that stands on
+its own is answered as if asked first, so an unrelated earlier turn never pulls the evidence away.
+"""
+
+from __future__ import annotations
+
+import re
+
+from infinipot.core.grounding import content_words
+
+# Earlier (question, answer) turns a follow-up sees: the last one. A 135M model follows one turn back; longer
+# histories fill its context with earlier answers, which may be wrong.
+FOLLOW_UP_TURNS = 1
+
+_REFERRING = re.compile(
+    r"\b(it|its|they|them|their|theirs|this|that|these|those|he|him|his|she|her|hers|one|ones|there|then|same)\b",
+    re.IGNORECASE,
+)
+_OPENINGS = re.compile(r"^\s*(and|also|what about|how about|and what|and who|and when|and where|why|so)\b", re.I)
+# A question with fewer content words than this names no subject of its own ("Why?", "When was that?").
+_OWN_WORDS = 1
+
+
+def refers_back(question: str) -> bool:
+    """Whether `question` leans on an earlier turn (see the module's docstring)."""
+    return bool(_REFERRING.search(question) or _OPENINGS.search(question)) or len(content_words(question)) < _OWN_WORDS
+
+
+def turns_in_view(question: str, history: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The earlier turns the answer to `question` sees: the last FOLLOW_UP_TURNS when it refers back, else none."""
+    return history[-FOLLOW_UP_TURNS:] if history and refers_back(question) else []
+
+
+def follow_up_query(question: str, history: list[tuple[str, str]]) -> str:
+    """What the evidence is sought for: the earlier questions in view, then this one."""
+    return " ".join([asked.strip() for asked, _ in history] + [question.strip()])

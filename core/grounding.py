@@ -1,0 +1,89 @@
+"""Answers whose words come from the passages read: the vocabulary an answer may use, and the words it did not
+take from them.
+
+A 135M model handed a passage that holds the fact often writes another one from its prior ("the GNU General
+Public License" where page 2 says "GNU Free Documentation License"). The answer's vocabulary is therefore
+limited to the words of the passages and of the question, plus English function words and every entry that
+carries no letter or digit (punctuation, spaces, the end of turn): a word the passages never use cannot be
+written, so a name, number or identifier in the answer is one the passages hold. Words are compared by their
+keys (core.word_match: case, a leading space and a plain inflection aside), entry by entry of the vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import torch
+
+from .word_match import NO_KEY, fold_inflection
+
+# Words an answer needs whatever the passage says: articles, pronouns, auxiliaries, prepositions, conjunctions,
+# and the few words the model uses to frame an answer ("text", "document", "answer").
+FUNCTION_WORDS = frozenset(
+    """
+    a an the this that these those it its it's they them their there here he she his her him we our you your i
+    is are was were be been being am has have had do does did done not no nor yes
+    of in on at to for from by with without within into onto over under about above below between through
+    after before during until since per via than then as and or but if so such because while also only just
+    which what who whom whose where when why how all any some each every both either neither other another
+    same more most less least many much few one can could may might must shall should will would
+    text document answer question called used use uses
+    """.split()
+)
+
+_WORD = re.compile(r"[^\W_]+(?:[-_./'][^\W_]+)*", re.UNICODE)
+
+
+def word_key(word: str) -> str:
+    """A word as core.word_match compares it: lower case, a plain inflection folded."""
+    return fold_inflection(word.lower())
+
+
+def function_word_flags(vocabulary: Sequence[str | None], keys: torch.Tensor) -> torch.Tensor:
+    """(V,) bool: the vocabulary entries that are one of FUNCTION_WORDS (any case, with or without a leading
+    space). `vocabulary`: the entries' strings (core.words.vocabulary); keys: their word keys (V,)."""
+    folded = {word_key(word) for word in FUNCTION_WORDS}
+    flags = torch.zeros(keys.shape[0], dtype=torch.bool)
+    for index, token in enumerate(vocabulary[: keys.shape[0]]):
+        if token and int(keys[index]) != NO_KEY:
+            word = token.lstrip("\u0120\u2581 ").lower()
+            flags[index] = word_key(word) in folded
+    return flags
+
+
+def allowed_tokens(keys: torch.Tensor, function_words: torch.Tensor, sources: Iterable[Sequence[int]]) -> torch.Tensor:
+    """(V,) bool: the entries an answer may write: those whose key occurs among the `sources` token ids (the
+    passages read and the question), the function words, and every entry with no key (punctuation, spaces,
+    special tokens such as the end of turn).
+
+    keys: (V,) int64 word keys (core.word_match.token_keys); function_words: (V,) bool (function_word_flags)."""
+    vocab = keys.shape[0]
+    ids = torch.tensor([t for source in sources for t in source if 0 <= t < vocab], dtype=torch.int64)  # (n,)
+    used = keys[ids].unique() if ids.numel() else torch.empty(0, dtype=torch.int64)  # (k,)
+    used = used[used != NO_KEY]
+    return (keys == NO_KEY) | function_words | torch.isin(keys, used)  # (V,)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that carry content: not function words, with a letter or digit (identifiers such as
+    "libtasn1.h" or "x-scheme-handler/foo" are one word)."""
+    folded = {word_key(word) for word in FUNCTION_WORDS}
+    return [word for word in _WORD.findall(text) if word_key(word) not in folded]
+
+
+def unsupported_words(text: str, sources: Iterable[str]) -> list[str]:
+    """The content words of `text` that occur in none of `sources` (compared by word_key; a compound such as
+    "big-endian" also counts as found when each of its parts is), in order, each once."""
+    found: set[str] = set()
+    for source in sources:
+        for word in _WORD.findall(source):
+            found.add(word_key(word))
+            found.update(word_key(part) for part in re.split(r"[-_./']", word) if part)
+    missing: dict[str, str] = {}
+    for word in content_words(text):
+        key = word_key(word)
+        parts = [word_key(p) for p in re.split(r"[-_./']", word) if p]
+        if key not in found and not all(part in found for part in parts):
+            missing.setdefault(key, word)
+    return list(missing.values())

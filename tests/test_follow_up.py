@@ -1,0 +1,88 @@
+"""Follow-up questions: which questions refer back, the prompt with the earlier turn, the evidence sought for both
+questions, and `ask --conversation ID` continuing a conversation from the CLI."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import expect_one_line_error, run_json
+from tiny_models import tiny_loaded
+
+from infinipot.app.ask.follow_up import follow_up_query, refers_back, turns_in_view
+from infinipot.core.config import PotConfig
+from infinipot.core.engine import Engine
+from infinipot.core.prompts import encode
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What version of it?", "And who wrote it?", "Where is that file?", "What about the log?", "When?", "Why?"],
+)
+def test_questions_that_lean_on_an_earlier_turn_refer_back(question):
+    assert refers_back(question)
+
+
+@pytest.mark.parametrize(
+    "question", ["What is the passkey?", "Which license covers this manual?", "Who wrote the GNU Libtasn1 manual?"]
+)
+def test_questions_that_name_their_own_subject_stand_alone(question):
+    # "this manual" names its subject: a demonstrative before a noun of the question's own still refers back by
+    # the rule, which is the safe side (the earlier turn is then in view, not required).
+    assert refers_back(question) == ("this" in question)
+
+
+def test_only_a_question_that_refers_back_sees_the_last_turn_and_is_sought_with_it():
+    history = [("Which license?", "The GFDL."), ("Under which license is this manual distributed?", "The GFDL.")]
+    assert turns_in_view("What version of it?", history) == history[-1:]
+    assert turns_in_view("What is the passkey?", history) == []
+    assert turns_in_view("What version of it?", []) == []
+    assert follow_up_query("What version of it?", history[-1:]) == (
+        "Under which license is this manual distributed? What version of it?"
+    )
+    assert follow_up_query("What is the passkey?", []) == "What is the passkey?"
+
+
+def test_the_prompt_writes_the_earlier_turn_as_chat_turns_after_the_evidence():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=64))
+    tokenizer = engine.tokenizer
+    evidence = [encode(tokenizer, "the fox jumps over the dog")]
+    alone = engine.answer_prompt_ids("what does it do", evidence)
+    followed = engine.answer_prompt_ids("what does it do", evidence, history=[("who is lazy", "the dog")])
+    # The evidence block, the earlier question's request, its answer, then the follow-up's own turn.
+    turn = "the dog" + engine.layout.between + engine.question_instruction("what does it do") + engine.layout.closing
+    assert followed == engine.evidence_ids(evidence) + engine.question_ids("who is lazy") + encode(tokenizer, turn)
+    assert alone == engine.evidence_ids(evidence) + engine.question_ids("what does it do")
+
+
+def test_an_earlier_turn_that_does_not_fit_beside_the_pot_is_left_out():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=128, keep_size=48))
+    pot = engine.read([list(range(5, 60))])
+    long_answer = " ".join(["the dog"] * 60)
+    alone = "".join(engine.answer(pot, "what does it do", 4))
+    with_history = "".join(engine.answer(pot, "what does it do", 4, history=[("who is lazy", long_answer)]))
+    assert with_history == alone
+
+
+def test_the_cli_continues_a_conversation_and_the_follow_up_sees_the_earlier_turn(
+    capsys, tiny_model_dir, document, monkeypatch
+):
+    from infinipot.core import engine as engine_module
+
+    read = ["read", str(document), "--model", tiny_model_dir, "--pot-size", "128", "--keep", "48", "--json"]
+    doc_id = run_json(capsys, read)["doc_id"]
+    ask = ["ask", doc_id, "--max-new-tokens", "4", "--answer-from", "pot", "--json"]
+    first = run_json(capsys, ask[:2] + ["Who is lazy?"] + ask[2:])
+    seen = []
+    answer = engine_module.Engine.answer
+
+    def spy(self, pot, question, *args, **kwargs):
+        seen.append((question, list(kwargs.get("history", ()))))
+        return answer(self, pot, question, *args, **kwargs)
+
+    monkeypatch.setattr(engine_module.Engine, "answer", spy)
+    conversation = ["--conversation", str(first["conversation_id"])]
+    second = run_json(capsys, ask[:2] + ["What does it do?"] + ask[2:] + conversation)
+    assert second["conversation_id"] == first["conversation_id"]
+    assert seen[-1] == ("What does it do?", [("Who is lazy?", first["answer"])])
+    third = run_json(capsys, ask[:2] + ["What is the passkey?"] + ask[2:] + conversation)
+    assert third["conversation_id"] == first["conversation_id"] and seen[-1] == ("What is the passkey?", [])
+    expect_one_line_error(capsys, ask[:2] + ["What does it do?"] + ask[2:] + ["--conversation", "999"], "999")
