@@ -32,6 +32,7 @@ from infinipot.app.read.report import ReadReport
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import spans_to_read
+from infinipot.core.grounded_answer import Verdict, grounded_answer
 from infinipot.core.model import LoadedModel
 from infinipot.core.pot import Pot
 from infinipot.core.precision import dtype_name
@@ -286,16 +287,39 @@ class DocumentService:
         stats.evidence_tokens = sum(len(ids) for ids in to_read)
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         stats.evidence_seconds = time.perf_counter() - started
-        return engine.answer(
-            pot,
+        return self._checked(stored, question, sought, to_read, settings, stats, history)
+
+    def _checked(
+        self,
+        stored: StoredPot,
+        question: str,
+        sought: str,
+        passages: list,
+        settings: AnswerSettings,
+        stats: AskStats,
+        history: list[tuple[str, str]],
+    ) -> Iterator[str]:
+        """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`."""
+        verdict = Verdict()
+        pieces = grounded_answer(
+            stored.engine,
+            stored.pot,
             question,
-            decoding,
+            passages,
+            settings.decoding,
             stats,
-            evidence=to_read,
+            settings.grounding,
+            verdict,
+            sought=sought,
+            history=history,
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
-            history=history,
         )
+        for piece in pieces:
+            stats.answerable = verdict.answerable
+            stats.answer_sentence = verdict.sentence.text if verdict.sentence else ""
+            stats.written_answer = verdict.written
+            yield piece
 
     def summarize(
         self,
@@ -314,11 +338,12 @@ class DocumentService:
         started = time.perf_counter()
         stored = self.open_pot(doc)
         stats = AskStats(load_seconds=time.perf_counter() - started, warnings=stored.warnings)
-        kept = None if new else summary.stored_summary(self.library, stored)
+        config = config or SummaryConfig()
+        kept = None if new else summary.stored_summary(self.library, stored, config)
         if kept is not None:
             stats.reused_summary = True
             return iter([kept]), stats
-        return summary.summary_pieces(self.library, stored, decoding, stats, config or SummaryConfig(), on_part), stats
+        return summary.summary_pieces(self.library, stored, decoding, stats, config, on_part), stats
 
     def record_summary(self, doc_id: str, request: str, summary: str, conversation_id: int | None, meta: dict) -> int:
         """Store a summary in a conversation of the document (a new one when None), after the `request` that asked

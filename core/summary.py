@@ -16,10 +16,17 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from .answer_sentences import split_sentences
 from .decoding import DecodingConfig
 from .engine import AnswerStats, Engine
 from .evidence import Bucket, EvidenceConfig, Span, attention_ranking, choose_buckets, holds_whole_document
+from .grounding import unsupported_words
 from .pot import Pot
+
+SUMMARY_STYLES = ("extractive", "written")
+# A sentence that can be a main point: this many words at least (headings, table rows and page furniture are
+# shorter) and at most (a run-on table or listing is longer).
+_POINT_WORDS = (6, 60)
 
 
 @dataclass(frozen=True)
@@ -35,8 +42,20 @@ class SummaryConfig:
     opening_tokens: int = 256
     # Asked of the opening alone; its answer leads the partial summaries ("" asks nothing).
     lead_question: str = "What is this document about?"
+    # "extractive": the answer to lead_question (checked against the opening: a written lead whose content words
+    # the opening does not hold gives way to the opening's first sentence), then the main points as the
+    # document's own sentences, from the places the pot ranks most important, in document order; nothing the
+    # document does not say. "written": the model summarizes part by part and then the parts (it invents: a
+    # "blog post about digital wallets" for the libtasn1 manual). Measured: benchmarks/devset/results/summaries.
+    style: str = "extractive"
+    # Main points of an extractive summary.
+    points: int = 6
 
     def __post_init__(self) -> None:
+        if self.style not in SUMMARY_STYLES:
+            raise ValueError(f"summary style must be one of {', '.join(SUMMARY_STYLES)}, got {self.style!r}")
+        if self.points < 1:
+            raise ValueError(f"a summary needs at least one main point, got {self.points}")
         if self.block_tokens < 64:
             raise ValueError(f"a summary block must hold at least 64 tokens, got {self.block_tokens}")
         if self.span_tokens < self.block_tokens:
@@ -103,10 +122,14 @@ def summarize_document(
     decoding: DecodingConfig,
     stats: AnswerStats,
     on_part: Callable[[int, int], None] | None = None,
+    locate: Callable[[int], str] | None = None,
 ) -> Iterator[str]:
     """Stream the summary of the whole document. `on_part(k, n)` is called before part k of n is summarized
     and with k = n + 1 before the parts are combined. A pot that holds the whole document is summarized as it is.
     """
+    if config.style == "extractive":
+        yield from extractive_summary(engine, pot, document_tokens, fetch, config, decoding, stats, on_part, locate)
+        return
     if holds_whole_document(pot):
         yield from engine.summarize(pot, decoding, stats)
         return
@@ -143,3 +166,106 @@ def summarize_document(
     partial = engine.tokenizer("\n\n".join(parts) + "\n\n", add_special_tokens=False)["input_ids"]
     combined = engine.read([partial + opening])
     yield from engine.summarize(combined, decoding, stats)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A main point of an extractive summary: a sentence of the document and the first token of its passage."""
+
+    text: str
+    token: int
+
+
+def is_point(sentence: str) -> bool:
+    """Whether a sentence reads as a statement: long enough, not a run of fragments, ending like a sentence, and
+    mostly words (not a table row, a listing or a line of dots)."""
+    words = sentence.split()
+    if not _POINT_WORDS[0] <= len(words) <= _POINT_WORDS[1] or not sentence.endswith((".", "!", "?", ".”", '."')):
+        return False
+    letters = sum(ch.isalpha() for ch in sentence)
+    return letters >= 0.6 * len(sentence) and not is_run_on(sentence) and ". . ." not in sentence
+
+
+def main_points(engine: Engine, spans: list[Span], most: int, skip: set[str]) -> list[Point]:
+    """The first statement-like sentence of each of the best spans (by the share of the catalyst's attention),
+    at most `most`, each once, in document order."""
+    tokenizer = engine.tokenizer
+    chosen: list[tuple[int, Point]] = []
+    seen = set(skip)
+    for span in sorted(spans, key=lambda s: -s.score):
+        if len(chosen) >= most:
+            break
+        text = tokenizer.decode(list(span.ids), skip_special_tokens=True)
+        sentence = next((s for s in split_sentences(text) if is_point(s) and s not in seen), None)
+        if sentence is not None:
+            seen.add(sentence)
+            chosen.append((span.start, Point(sentence, span.start)))
+    return [point for _, point in sorted(chosen, key=lambda pair: pair[0])]
+
+
+def checked_lead(engine: Engine, opening: list[int], question: str, decoding: DecodingConfig) -> str:
+    """What the document is about, in one sentence: the model's answer from the opening when every content word it
+    uses is the opening's (or the question's), else the opening's first statement-like sentence ("" if none)."""
+    if not opening:
+        return ""
+    text = engine.tokenizer.decode(opening, skip_special_tokens=True)
+    sentences = split_sentences(text)
+    first = next((s for s in sentences if is_point(s)), sentences[0] if sentences else "")
+    if not question:
+        return first
+    written = "".join(engine.answer(engine.read([opening]), question, decoding)).strip()
+    if written and not is_run_on(written) and not unsupported_words(written, [text, question]):
+        return written
+    return first
+
+
+def extractive_summary(
+    engine: Engine,
+    pot: Pot,
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    config: SummaryConfig,
+    decoding: DecodingConfig,
+    stats: AnswerStats,
+    on_part: Callable[[int, int], None] | None = None,
+    locate: Callable[[int], str] | None = None,
+) -> Iterator[str]:
+    """The lead (checked_lead), then "Main points:" with the document's own sentences from the places the pot's
+    general catalyst ranks most important (summarize_document's spans), as a bulleted list. `on_part` is called
+    with (1, 2) before the lead and (2, 2) before the points. Without the document's text (fetch returns
+    nothing) the pot is summarized by the model as before. `locate(token)`: where a document token is ("page 3"),
+    written after each point ("" writes nothing)."""
+    span_config = config.spans()
+    opening = list(fetch(0, min(config.opening_tokens, document_tokens))) if document_tokens else []
+    if not opening:
+        yield from engine.summarize(pot, decoding, stats)
+        return
+    if on_part is not None:
+        on_part(1, 2)
+    lead_decoding = DecodingConfig(
+        max_new_tokens=min(config.part_new_tokens, decoding.max_new_tokens),
+        no_repeat_ngram=decoding.no_repeat_ngram,
+        stop_on_repeat=decoding.stop_on_repeat,
+    )
+    lead = checked_lead(engine, opening, config.lead_question, lead_decoding)
+    if on_part is not None:
+        on_part(2, 2)
+    if holds_whole_document(pot):
+        ranked = [
+            Bucket(i, 1.0, i * span_config.bucket_tokens)
+            for i in range(-(-document_tokens // span_config.bucket_tokens))
+        ]
+    else:
+        ranked = attention_ranking(engine, pot, engine.catalyst_ids, [], document_tokens, span_config)
+    opening_buckets = -(-min(config.opening_tokens, document_tokens) // span_config.bucket_tokens)
+    ranked = [bucket for bucket in ranked if bucket.index >= opening_buckets]  # the lead speaks for the opening
+    spans = choose_buckets(engine, ranked, document_tokens, fetch, span_config)
+    points = main_points(engine, spans, config.points, {lead})
+    text = lead
+    if points:
+        where = [locate(point.token) if locate else "" for point in points]
+        lines = [
+            f"- {point.text}" + (f" ({place})" if place else "") for point, place in zip(points, where, strict=True)
+        ]
+        text += "\n\nMain points:\n" + "\n".join(lines)
+    yield text

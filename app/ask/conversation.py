@@ -27,7 +27,7 @@ def cited_answer(
         text.append(piece)
         yield piece
     found = stats.citations or citations(library, stored, question, stats)
-    stats.citations[:] = arranged_citations(found, "".join(text), question)
+    stats.citations[:] = arranged_citations(found, stats.answer_sentence or "".join(text), question)
     stats.answer_pot = None  # a distilled copy is not kept alive with the stats
 
 
@@ -80,6 +80,7 @@ def _record(
         "citations": stats.citations,
         "answer_from": stats.answer_from,
         "stopped": stats.stopped_by == "reader",
+        "answerable": stats.answerable,
     }
     store.conversations.append_many(conversation_id, [("user", question, None), ("assistant", answer, meta)])
     stats.conversation_id = conversation_id

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import EvidenceConfig
+from infinipot.core.grounded_answer import GroundingConfig
 
 # pot: the stored pot as it is, then the question (the paper's setting).
 # focus: a copy of the pot distilled to `focus_entries` with the question as catalyst (CaP-Q at ask time).
@@ -22,6 +23,8 @@ class AnswerSettings:
     focus_entries: int = 1024
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
+    # How an evidence answer is checked against the passages read (core.grounded_answer).
+    grounding: GroundingConfig = field(default_factory=GroundingConfig)
 
     def __post_init__(self) -> None:
         if self.answer_from not in ANSWER_MODES:

@@ -17,6 +17,11 @@ class AskStats(AnswerStats):
     evidence_tokens: int = 0  # document tokens read verbatim into the answer's context (mode `evidence`)
     reused_summary: bool = False  # the stored summary was given (nothing was generated)
     evidence_seconds: float = 0.0  # ranking and reading the evidence spans, before the answer's prefill
+    # False when the answer says the document does not hold the answer (core.grounded_answer).
+    answerable: bool = True
+    # The sentence of the passages read that the answer was checked against (and is quoted first); "" when none.
+    answer_sentence: str = ""
+    written_answer: str = ""  # what the model wrote before the check (the answer shown when it passed)
 
     @property
     def first_token_seconds(self) -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
+from infinipot.app.ask.citing import page_label
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.library.documents import DocumentNotFound, require_document, stored_token_ids
 from infinipot.app.library.home import Library
@@ -13,13 +14,41 @@ from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.summary import SummaryConfig, summarize_document
+from infinipot.ingest import TokenLocationMap
+from infinipot.ingest.errors import IngestError
 from infinipot.storage.errors import describe_write_error
 
 
-def stored_summary(library: Library, stored: StoredPot) -> str | None:
-    """The summary kept for this pot (a pot read again, or another pot, has none yet)."""
+# What made a stored summary: one made another way (an older method, or another style) is made anew, not served.
+def summary_method(config: SummaryConfig) -> str:
+    return f"{config.style}-2"
+
+
+def stored_summary(library: Library, stored: StoredPot, config: SummaryConfig) -> str | None:
+    """The summary kept for this pot and made by this method (a pot read again, another pot, or a summary made
+    by an older method has none yet)."""
     kept = library.files.load_summary(stored.doc_id)
-    return kept["summary"] if kept and kept.get("pot_id") == stored.record.id else None
+    if not kept or kept.get("pot_id") != stored.record.id or kept.get("method") != summary_method(config):
+        return None
+    return kept["summary"]
+
+
+def place_labeller(library: Library, stored: StoredPot) -> Callable[[int], str]:
+    """Where a document token is, as a citation names it ("page 3", "line 120"); "" when unknown."""
+    document = library.store.documents.get(stored.doc_id)
+    try:
+        location_map = TokenLocationMap.load(library.store.location_map_path(stored.doc_id))
+    except IngestError:
+        return lambda token: ""
+    unit = page_label(document.kind if document else None)
+
+    def label(token: int) -> str:
+        if token >= len(location_map):
+            return ""
+        where = location_map.location(token)
+        return f"{unit} {where.page:,}" if where.page else (f"line {where.line:,}" if where.line else "")
+
+    return label
 
 
 def summary_pieces(
@@ -40,7 +69,9 @@ def summary_pieces(
         stats.warnings.append(f"{exc}; summarizing the pot alone")
         total, fetch = 0, (lambda start, end: [])
     text = []
-    for piece in summarize_document(stored.engine, stored.pot, total, fetch, config, decoding, stats, on_part):
+    locate = place_labeller(library, stored)
+    pieces = summarize_document(stored.engine, stored.pot, total, fetch, config, decoding, stats, on_part, locate)
+    for piece in pieces:
         text.append(piece)
         yield piece
     summary = "".join(text).strip()
@@ -49,6 +80,9 @@ def summary_pieces(
         stats.warnings.append(f"the data folder {library.home} is read-only, so this summary is not kept")
         return
     try:
-        library.files.save_summary(stored.doc_id, {"pot_id": stored.record.id, "summary": summary, "seconds": seconds})
+        library.files.save_summary(
+            stored.doc_id,
+            {"pot_id": stored.record.id, "summary": summary, "seconds": seconds, "method": summary_method(config)},
+        )
     except OSError as exc:
         stats.warnings.append(describe_write_error(exc, "keeping the summary", "summarize again to keep one"))

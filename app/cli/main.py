@@ -363,6 +363,7 @@ def _run(args: argparse.Namespace) -> int:
                 ttft_seconds=round(first if first is not None else seconds, 3),
                 reused_pot=reused,
                 conversation_id=stats.conversation_id,
+                answerable=stats.answerable,
                 citations=stats.citations,
                 answer_entries=stats.answer_entries,
                 answer_from=stats.answer_from,
@@ -375,7 +376,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print()
         if args.command == "ask" and stats.citations:
-            print("sources:")
+            print("sources:" if stats.answerable else "closest passages:")
             for index, citation in enumerate(stats.citations):
                 if index == 0 and citation.get("quote"):  # the sentence the answer came from, whole
                     print(f"  {citation['label']}: {' '.join(citation['quote'].split())}")

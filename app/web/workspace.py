@@ -351,6 +351,7 @@ class Workspace:
                 "citations": (m["meta"] or {}).get("citations", []),
                 "answer_from": (m["meta"] or {}).get("answer_from"),
                 "stopped": bool((m["meta"] or {}).get("stopped")),
+                "answerable": (m["meta"] or {}).get("answerable", True) is not False,
             }
             for m in self.service.messages(conversation_id)
         ]

@@ -85,7 +85,10 @@ def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
 def _chat(messages: list[dict]) -> list[dict]:
     """Workspace messages as Chatbot messages, answers with their sources (app/ui/sources.py)."""
     return [
-        sources.chat_message(m["role"], m["content"], m.get("citations"), m.get("stopped", False)) for m in messages
+        sources.chat_message(
+            m["role"], m["content"], m.get("citations"), m.get("stopped", False), m.get("answerable", True)
+        )
+        for m in messages
     ]
 
 
@@ -233,7 +236,7 @@ class Handlers:
             history[-1]["content"] += piece
             yield history, "", streaming, gr.skip()
         answer = history[-1]["content"].strip() or "(the model gave an empty answer)"
-        history[-1] = sources.chat_message("assistant", answer, stats.citations)
+        history[-1] = sources.chat_message("assistant", answer, stats.citations, answerable=stats.answerable)
         chat = {"doc_id": doc_id, "conversation_id": stats.conversation_id}
         choices = _conversation_choices(self.ws.conversations(doc_id))
         yield history, "", chat, gr.update(choices=choices, value=stats.conversation_id)

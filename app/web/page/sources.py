@@ -89,21 +89,31 @@ def marked(sentence: str, answer: str) -> str:
     return "".join(pieces) + markdown_text(sentence[last:])
 
 
+# Leads an answer that says the document does not hold the answer (`answerable: false`).
+NOT_ANSWERED_MARK = "**Not found in the document.**"
 # Added to an answer that Stop cut short, on the page and after a reload.
 STOPPED_MARK = " *(stopped)*"
 
 
-def chat_message(role: str, content: str, citations: list[dict] | None = None, stopped: bool = False) -> dict:
+def chat_message(
+    role: str, content: str, citations: list[dict] | None = None, stopped: bool = False, answerable: bool = True
+) -> dict:
     """A Chatbot message: an answer with citations gets a Sources line, quotes of its best sources' text, and
-    one option per citation; a stopped answer ends with the stopped mark."""
+    one option per citation; a stopped answer ends with the stopped mark; an answer that says the document does
+    not hold the answer is marked so, and its sources are called the closest passages."""
     if stopped:
         content = (content or "").rstrip() + STOPPED_MARK
+    if role == "assistant" and not answerable:
+        content = f"{NOT_ANSWERED_MARK} {content}"
     if role != "assistant" or not citations:
         return {"role": role, "content": content}
     quoted = quotes(citations, content)
+    line = sources_line(citations)
+    if not answerable:
+        line = "Closest passages: " + line.removeprefix("Sources: ")
     return {
         "role": role,
-        "content": f"{content}\n\n*{sources_line(citations)}*" + (f"\n\n{quoted}" if quoted else ""),
+        "content": f"{content}\n\n*{line}*" + (f"\n\n{quoted}" if quoted else ""),
         "options": [{"value": str(c["token"]), "label": source_label(c)} for c in citations],
     }
 

@@ -1,0 +1,184 @@
+"""Answers a user can trust, measured: the 54 questions, the unanswerable ones and the follow-up pairs, asked
+through the app's Python API (DocumentService.ask) with one answer-grounding setting.
+
+    python -m benchmarks.devset.grounded [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
+        [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--margin 0.9|none]
+        [--sets answerable,unanswerable,followups] [--threads 2] [--report-only]
+
+Each run is named by its setting (`checked@0.9`, `free@none`, ...). One JSON line per answer is appended to
+<out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a table per run:
+
+- answerable questions (questions.jsonl): correct (score.is_correct), **confidently wrong** (not correct and not
+  marked `answerable: false`), abstained (marked unanswerable), evidence recall (a passage read holds the
+  answer), loops, median seconds to first token;
+- unanswerable questions (unanswerable.jsonl): the share marked `answerable: false`, by kind;
+- follow-ups (followups.jsonl): the first question asked in a new conversation, the follow-up asked in it
+  (`conversation_id`), and the standalone wording asked on its own; right counts of both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from .check import load_followups, load_questions, load_unanswerable
+from .documents import DEFAULT_DIR, document_path
+from .run_modes import append_jsonl, read_jsonl
+from .score import evidence_holds, is_correct, loops
+
+HERE = Path(__file__).parent
+RESULTS = HERE / "results" / "grounded"
+SETS = ("answerable", "unanswerable", "followups")
+
+
+def run_label(style: str, margin: float | None) -> str:
+    return f"{style}@{'none' if margin is None else f'{margin:g}'}"
+
+
+def _ask(service, doc_id, question, settings, conversation_id=None, record=False) -> dict:
+    began = time.perf_counter()
+    pieces, stats, _ = service.ask(doc_id, question, settings, conversation_id=conversation_id, record=record)
+    answer = "".join(pieces).strip()
+    return {
+        "answer": answer,
+        "answerable": stats.answerable,
+        "answer_sentence": stats.answer_sentence,
+        "written": stats.written_answer,
+        "snippets": [c.get("snippet") or "" for c in stats.citations],
+        "quote": (stats.citations[0].get("quote") if stats.citations else "") or "",
+        "labels": [c.get("label") for c in stats.citations],
+        "ttft_seconds": stats.first_token_seconds,
+        "wall_seconds": round(time.perf_counter() - began, 3),
+        "conversation_id": stats.conversation_id,
+    }
+
+
+def answer_all(args, label: str) -> None:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from infinipot.app.ask.modes import AnswerSettings
+    from infinipot.app.service import DocumentService
+    from infinipot.core.config import PotConfig
+    from infinipot.core.grounded_answer import GroundingConfig
+
+    settings = AnswerSettings()
+    settings = replace(settings, grounding=GroundingConfig(style=args.style, answerable_margin=args.margin))
+    out = args.out / "answers.jsonl"
+    args.out.mkdir(parents=True, exist_ok=True)
+    done = {(r["run"], r["set"], r["id"]) for r in read_jsonl(out)}
+    service = DocumentService(Path(args.home), device="cpu")
+    work = []
+    if "answerable" in args.sets:
+        work += [("answerable", q) for q in load_questions()]
+    if "unanswerable" in args.sets:
+        work += [("unanswerable", q) for q in load_unanswerable()]
+    if "followups" in args.sets:
+        work += [("followups", q) for q in load_followups()]
+    doc_ids: dict[str, str] = {}
+    for kind, q in work:
+        if (label, kind, q["id"]) in done:
+            continue
+        if q["document"] not in doc_ids:
+            doc_ids[q["document"]] = service.read(document_path(args.docs, q["document"]), PotConfig()).doc_id
+        doc_id = doc_ids[q["document"]]
+        record = {"run": label, "set": kind, "id": q["id"], "document": q["document"]}
+        if kind == "followups":
+            first = _ask(service, doc_id, q["first"], settings, record=True)
+            follow = _ask(service, doc_id, q["followup"], settings, conversation_id=first["conversation_id"])
+            alone = _ask(service, doc_id, q["standalone"], settings)
+            record.update(first=first, followup=follow, standalone=alone)
+            shown = follow["answer"]
+        else:
+            record.update(question=q["question"], **_ask(service, doc_id, q["question"], settings))
+            shown = record["answer"]
+        append_jsonl(out, record)
+        print(f"{label} {kind} {q['id']}: {shown[:100]!r}", flush=True)
+
+
+def _median(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+def report(args) -> str:
+    records = read_jsonl(args.out / "answers.jsonl")
+    questions = {q["id"]: q for q in load_questions()}
+    followups = {q["id"]: q for q in load_followups()}
+    unanswerable = {q["id"]: q for q in load_unanswerable()}
+    lines = ["# Grounded answers on the development set", "", "Written by `python -m benchmarks.devset.grounded`.", ""]
+    lines += [
+        "| run | answerable n | correct | confidently wrong | abstained | evidence recall | loops | median s to "
+        "first token | unanswerable marked | follow-ups right | same asked alone |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run in dict.fromkeys(r["run"] for r in records):
+        mine = [r for r in records if r["run"] == run]
+        asked = [r for r in mine if r["set"] == "answerable" and r["id"] in questions]
+        right = [is_correct(r["answer"], questions[r["id"]]["answers"]) for r in asked]
+        marked = [not r["answerable"] for r in asked]
+        held = [
+            evidence_holds(r["snippets"], [*questions[r["id"]]["answers"], questions[r["id"]]["evidence"]])
+            for r in asked
+        ]
+        wrong = sum(1 for ok, no in zip(right, marked, strict=True) if not ok and not no)
+        loops_count = sum(loops(r["answer"]) for r in asked)
+        unans = [r for r in mine if r["set"] == "unanswerable" and r["id"] in unanswerable]
+        caught = sum(not r["answerable"] for r in unans)
+        follows = [r for r in mine if r["set"] == "followups" and r["id"] in followups]
+        follow_right = sum(is_correct(r["followup"]["answer"], followups[r["id"]]["answers"]) for r in follows)
+        alone_right = sum(is_correct(r["standalone"]["answer"], followups[r["id"]]["answers"]) for r in follows)
+        lines.append(
+            f"| {run} | {len(asked)} | {sum(right)} | {wrong} | {sum(marked)} | {sum(held)} | {loops_count} "
+            f"| {_median([r.get('ttft_seconds') for r in asked])} | {caught}/{len(unans)} "
+            f"| {follow_right}/{len(follows)} | {alone_right}/{len(follows)} |"
+        )
+    lines += ["", "## Every answer", ""]
+    for r in records:
+        if r["set"] == "followups":
+            q = followups[r["id"]]
+            ok = is_correct(r["followup"]["answer"], q["answers"])
+            lines.append(
+                f"- {r['run']} {r['id']} {'RIGHT' if ok else 'wrong'}: {q['first']} -> {r['first']['answer']!r}; "
+                f"{q['followup']} -> {r['followup']['answer']!r} (alone: {r['standalone']['answer']!r})"
+            )
+        elif r["set"] == "unanswerable":
+            verdict = "marked" if not r["answerable"] else "ANSWERED"
+            lines.append(f"- {r['run']} {r['id']} {verdict}: {r['question']} -> {r['answer']!r}")
+        elif r["id"] in questions:
+            ok = is_correct(r["answer"], questions[r["id"]]["answers"])
+            tag = "right" if ok else ("abstained" if not r["answerable"] else "WRONG")
+            lines.append(f"- {r['run']} {r['id']} {tag}: {r['question']} -> {r['answer']!r}")
+    text = "\n".join(lines) + "\n"
+    (args.out / "report.md").write_text(text, encoding="utf-8")
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--home", type=Path, default=Path("/tmp/ip-home-dev"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--style", default="checked")
+    parser.add_argument("--margin", default="default", help="a number, 'none' (never abstain) or 'default'")
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    from infinipot.core.grounded_answer import GroundingConfig
+
+    if args.margin == "default":
+        args.margin = GroundingConfig().answerable_margin
+    else:
+        args.margin = None if args.margin == "none" else float(args.margin)
+    args.sets = [s for s in args.sets.split(",") if s]
+    if not args.report_only:
+        answer_all(args, run_label(args.style, args.margin))
+    print(report(args).split("## Every answer")[0])
+
+
+if __name__ == "__main__":
+    main()

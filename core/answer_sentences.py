@@ -1,0 +1,64 @@
+"""The sentence that answers: the passages read, cut into sentences, ranked by how likely the question is after
+each one alone (core.rerank's query likelihood, one sentence at a time).
+
+The 135M model judges far better than it writes: handed three passages that hold the fact, it writes it out for
+about four questions in ten, while the question's likelihood after each sentence picks the sentence that holds
+it more often. That sentence is what the answer is checked against, what the answer may quote, and the first
+source shown under it; how likely the question is after it, against how likely it is after no text at all, says
+whether the passages answer the question at all (benchmarks/devset/results, "answerable").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# A sentence ends at . ! ? (with closing quotes or brackets) before whitespace, or at a blank line.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n")
+# A "sentence" longer than this many words is a table, a listing or log lines: it is cut at its line breaks.
+_LONGEST_WORDS = 60
+# Tokens of a sentence that are scored: a longer one is judged by its start (bounds one batched pass).
+_SCORED_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str  # whitespace collapsed to single spaces
+    span: int  # index of the passage it comes from
+    score: float  # mean log-probability of the question's tokens after it (higher is likelier)
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a passage, in order, whitespace collapsed; a stretch without sentence stops longer than
+    _LONGEST_WORDS words is cut at its line breaks (each log or table line is then one sentence)."""
+    pieces = []
+    for part in _SENTENCE_END.split(text or ""):
+        if not part or not part.strip():
+            continue
+        if len(part.split()) > _LONGEST_WORDS:
+            pieces += [line for line in part.split("\n") if line.strip()]
+        else:
+            pieces.append(part)
+    return [" ".join(piece.split()) for piece in pieces]
+
+
+def ranked_sentences(engine, passages: Sequence[str], question: str, most: int = 32) -> list[Sentence]:
+    """The passages' sentences ranked by the question's likelihood after each, best first (ties: earlier first).
+
+    At most `most` sentences are scored, taken from the last passage first (the passages arrive likeliest last,
+    core.evidence's order "likelihood"), so a long table in a weaker passage cannot crowd out the best one.
+    """
+    candidates: list[tuple[int, str]] = []
+    for index in reversed(range(len(passages))):
+        for text in split_sentences(passages[index]):
+            if len(candidates) < most:
+                candidates.append((index, text))
+    if not candidates:
+        return []
+    tokenizer = engine.tokenizer
+    rows = [tokenizer(text, add_special_tokens=False)["input_ids"][:_SCORED_TOKENS] for _, text in candidates]
+    scores = engine.question_likelihoods(rows, question)
+    ranked = [Sentence(text, index, score) for (index, text), score in zip(candidates, scores, strict=True)]
+    order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
+    return [ranked[i] for i in order]

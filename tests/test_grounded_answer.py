@@ -1,0 +1,118 @@
+"""The answer-making rules (core.grounded_answer) on a tiny model: the written answer is shown only when the
+sentence the judge picks holds every content word it adds; otherwise the answer says plainly that the document
+does not seem to say, quoting the closest sentence. The judge's scores and the writer's text are set by hand, so
+each rule is tested on its own."""
+
+from __future__ import annotations
+
+import pytest
+from tiny_models import tiny_loaded
+
+from infinipot.core.answer_sentences import ranked_sentences, split_sentences
+from infinipot.core.config import PotConfig
+from infinipot.core.engine import AnswerStats, Engine
+from infinipot.core.grounded_answer import NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
+from infinipot.core.prompts import encode
+
+PASSAGES = [
+    "Some other page. The cover is green.",
+    "Permission is granted under the GNU Free Documentation License, Version 1.3. Copies are allowed.",
+]
+
+
+@pytest.fixture
+def engine():
+    return Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=64))
+
+
+def judged(engine, monkeypatch, written: str, best: str):
+    """The writer writes `written`; the judge finds the question likeliest after `best` (and after no text the
+    least)."""
+
+    def answer(pot, question, decoding=None, stats=None, **kwargs):
+        if stats is not None:
+            stats.ttft_seconds, stats.token_ids = 0.01, encode(engine.tokenizer, written)
+        return iter([written])
+
+    def likelihoods(rows, question):
+        texts = [engine.tokenizer.decode(row) for row in rows]
+        return [0.0 if text.strip() == best else (-9.0 if not text else -3.0) for text in texts]
+
+    monkeypatch.setattr(engine, "answer", answer)
+    monkeypatch.setattr(engine, "question_likelihoods", likelihoods)
+
+
+def ask(engine, question="Which license covers this manual?", config=GroundingConfig(), passages=PASSAGES):
+    verdict, stats = Verdict(), AnswerStats()
+    ids = [encode(engine.tokenizer, text) for text in passages]
+    text = "".join(grounded_answer(engine, None, question, ids, None, stats, config, verdict))
+    return text, verdict, stats
+
+
+BEST = "Permission is granted under the GNU Free Documentation License, Version 1.3."
+
+
+def test_a_written_answer_whose_facts_are_in_the_best_sentence_is_shown(engine, monkeypatch):
+    judged(engine, monkeypatch, "The manual is under the GNU Free Documentation License.", BEST)
+    text, verdict, _ = ask(engine)
+    assert text == "The manual is under the GNU Free Documentation License."
+    assert verdict.answerable and verdict.kept_written and verdict.sentence.text == BEST
+
+
+def test_a_fact_the_sentence_does_not_hold_turns_the_answer_into_not_found_with_the_closest_sentence(
+    engine, monkeypatch
+):
+    judged(engine, monkeypatch, "It is the GNU General Public License (GPL).", BEST)
+    text, verdict, stats = ask(engine)
+    assert text == f"{NOT_ANSWERED} The closest it comes: “{BEST}”"
+    assert not verdict.answerable and verdict.unsupported == ("General", "Public", "GPL")
+    assert verdict.written == "It is the GNU General Public License (GPL)."
+    assert engine.tokenizer.decode(stats.token_ids) == text  # the stats describe what was shown
+
+
+def test_an_answer_that_adds_nothing_to_the_question_is_not_an_answer(engine, monkeypatch):
+    judged(engine, monkeypatch, "This license covers the manual.", BEST)
+    text, verdict, _ = ask(engine)
+    assert not verdict.answerable and text.startswith(NOT_ANSWERED)
+
+
+def test_the_sentence_style_answers_with_the_sentence_and_free_with_the_written_text(engine, monkeypatch):
+    judged(engine, monkeypatch, "It is the GPL.", BEST)
+    assert ask(engine, config=GroundingConfig(style="sentence"))[0] == BEST
+    text, verdict, _ = ask(engine, config=GroundingConfig(style="free"))
+    assert text == "It is the GPL." and verdict.answerable and verdict.sentence is None
+
+
+def test_a_margin_marks_answers_whose_best_sentence_hardly_raises_the_question(engine, monkeypatch):
+    judged(engine, monkeypatch, "The manual is under the GNU Free Documentation License.", BEST)
+    # The best sentence scores 0.0 and no text -9.0: a margin of 9.
+    assert ask(engine, config=GroundingConfig(answerable_margin=8.0))[1].answerable
+    assert not ask(engine, config=GroundingConfig(answerable_margin=10.0))[1].answerable
+
+
+def test_without_passages_the_written_answer_is_not_checked(engine, monkeypatch):
+    judged(engine, monkeypatch, "It is the GPL.", BEST)
+    text, verdict, _ = ask(engine, passages=[])
+    assert text == "It is the GPL." and verdict.answerable
+
+
+def test_grounding_settings_are_checked():
+    with pytest.raises(ValueError, match="answer grounding"):
+        GroundingConfig(style="guess")
+    with pytest.raises(ValueError, match="sentence"):
+        GroundingConfig(sentences=0)
+
+
+def test_sentences_split_at_stops_blank_lines_and_the_lines_of_long_tables():
+    assert split_sentences("One two.  Three?\n\nA heading\nNext line.") == ["One two.", "Three?", "A heading Next line."]
+    log = "\n".join(f"12:00:{i:02d} INFO service {i} ready with no stop at all here" for i in range(8))
+    assert len(split_sentences(log)) == 8
+
+
+def test_sentences_are_ranked_by_the_judge_and_taken_from_the_likeliest_passage_first(engine, monkeypatch):
+    judged(engine, monkeypatch, "", "Copies are allowed.")
+    ranked = ranked_sentences(engine, PASSAGES, "Are copies allowed?")
+    assert ranked[0].text == "Copies are allowed." and ranked[0].span == 1
+    assert {s.text for s in ranked} == set(split_sentences(PASSAGES[0]) + split_sentences(PASSAGES[1]))
+    # At most two sentences: both from the last passage (the likeliest, read last).
+    assert {s.span for s in ranked_sentences(engine, PASSAGES, "Are copies allowed?", most=2)} == {1}
