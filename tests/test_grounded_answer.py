@@ -42,7 +42,8 @@ def judged(engine, monkeypatch, written: str, best: str):
     monkeypatch.setattr(engine, "question_likelihoods", likelihoods)
 
 
-def ask(engine, question="Which license covers this manual?", config=GroundingConfig(), passages=PASSAGES):
+def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES):
+    config = config or GroundingConfig()
     verdict, stats = Verdict(), AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in passages]
     text = "".join(grounded_answer(engine, None, question, ids, None, stats, config, verdict))
@@ -104,7 +105,8 @@ def test_grounding_settings_are_checked():
 
 
 def test_sentences_split_at_stops_blank_lines_and_the_lines_of_long_tables():
-    assert split_sentences("One two.  Three?\n\nA heading\nNext line.") == ["One two.", "Three?", "A heading Next line."]
+    sentences = split_sentences("One two.  Three?\n\nA heading\nNext line.")
+    assert sentences == ["One two.", "Three?", "A heading Next line."]
     log = "\n".join(f"12:00:{i:02d} INFO service {i} ready with no stop at all here" for i in range(8))
     assert len(split_sentences(log)) == 8
 
