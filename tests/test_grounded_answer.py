@@ -1,7 +1,7 @@
-"""The answer-making rules (core.grounded_answer) on a tiny model: the written answer is shown only when the
-sentence the judge picks holds every content word it adds; otherwise the answer says plainly that the document
-does not seem to say, quoting the closest sentence. The judge's scores and the writer's text are set by hand, so
-each rule is tested on its own."""
+"""The answer-making rules (core.grounded_answer) on a tiny model: when the written answer agrees with the sentence
+the judge picks (most content words it adds are in that sentence), the answer is that sentence; otherwise the
+answer says plainly that no direct answer was found, quoting the closest sentence. The judge's scores and the
+writer's text are set by hand, so each rule is tested on its own."""
 
 from __future__ import annotations
 
@@ -53,11 +53,19 @@ def ask(engine, question="Which license covers this manual?", config=None, passa
 BEST = "Permission is granted under the GNU Free Documentation License, Version 1.3."
 
 
-def test_a_written_answer_whose_facts_are_in_the_best_sentence_is_shown(engine, monkeypatch):
+def test_a_written_answer_that_agrees_with_the_best_sentence_is_answered_in_the_documents_words(engine, monkeypatch):
     judged(engine, monkeypatch, "The manual is under the GNU Free Documentation License.", BEST)
-    text, verdict, _ = ask(engine)
-    assert text == "The manual is under the GNU Free Documentation License."
-    assert verdict.answerable and verdict.kept_written and verdict.sentence.text == BEST
+    text, verdict, stats = ask(engine)
+    assert text == BEST and verdict.answerable and verdict.sentence.text == BEST
+    assert verdict.written == "The manual is under the GNU Free Documentation License." and not verdict.kept_written
+    assert engine.tokenizer.decode(stats.token_ids) == BEST
+
+
+def test_agreement_needs_the_share_of_added_words_the_setting_asks(engine, monkeypatch):
+    # Adds GNU, Free, Documentation and "Lisbon": three of four in the sentence.
+    judged(engine, monkeypatch, "The GNU Free Documentation License of Lisbon.", BEST)
+    assert ask(engine, config=GroundingConfig(agreement=0.75))[1].answerable
+    assert not ask(engine, config=GroundingConfig(agreement=0.8))[1].answerable
 
 
 def test_a_fact_the_sentence_does_not_hold_turns_the_answer_into_not_found_with_the_closest_sentence(
@@ -65,7 +73,7 @@ def test_a_fact_the_sentence_does_not_hold_turns_the_answer_into_not_found_with_
 ):
     judged(engine, monkeypatch, "It is the GNU General Public License (GPL).", BEST)
     text, verdict, stats = ask(engine)
-    assert text == f"{NOT_ANSWERED} The closest it comes: “{BEST}”"
+    assert text == f"{NOT_ANSWERED} The closest passage: “{BEST}”"
     assert not verdict.answerable and verdict.unsupported == ("General", "Public", "GPL")
     assert verdict.written == "It is the GNU General Public License (GPL)."
     assert engine.tokenizer.decode(stats.token_ids) == text  # the stats describe what was shown
@@ -102,6 +110,8 @@ def test_grounding_settings_are_checked():
         GroundingConfig(style="guess")
     with pytest.raises(ValueError, match="sentence"):
         GroundingConfig(sentences=0)
+    with pytest.raises(ValueError, match="agreement"):
+        GroundingConfig(agreement=0.0)
 
 
 def test_sentences_split_at_stops_blank_lines_and_the_lines_of_long_tables():
