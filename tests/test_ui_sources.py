@@ -140,7 +140,11 @@ def test_evidence_answers_cite_and_quote_the_passage_they_read(infinipot_home, n
         # model's judge picks any), shown whole under the answer.
         quote = citations[0]["quote"]
         assert quote in split_sentences(citations[0]["snippet"])
-        assert f"> **page {NEEDLE_PAGE}** “" in answer["content"] and quote.split()[-1] in answer["content"]
+        # The random model's writer and judge disagree: the answer says no direct answer was found and quotes the
+        # closest sentence itself, which is then not quoted a second time under it.
+        assert answer["content"].startswith("**Not found in the document.** No direct answer found")
+        assert quote in answer["content"] and "Closest passages: " in answer["content"]
+        assert f"> **page {NEEDLE_PAGE}**" not in answer["content"]
     finally:
         workspace.close()
 

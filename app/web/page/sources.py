@@ -69,7 +69,10 @@ def quotes(citations: list[dict], answer: str = "") -> str:
     with_text = [c for c in citations if (c.get("snippet") or "").strip()]
     chosen = sorted(with_text, key=lambda c: -shared_words(c["snippet"], answer))[:QUOTED]  # stable on ties
     quoted = []
+    said = " ".join((answer or "").split())
     for index, c in enumerate(chosen):
+        if index == 0 and c.get("quote") and c["quote"] in said:
+            continue  # the answer is (or quotes) that sentence already
         if c.get("quote") and index == 0:  # the whole sentence the answer came from, its words marked
             text = marked(shortened(c["quote"], WHOLE_QUOTE_CHARS), answer)
         else:
