@@ -9,6 +9,7 @@ from typing import BinaryIO
 
 from ..blocks import Block, BlockBuilder
 from ..errors import IngestError
+from ..pdf_lines import joined_lines
 from .base import ReadContext, Reader, Source, format_numbers
 
 # Real PDFs may carry some junk after %%EOF; truncated ones have none.
@@ -98,7 +99,8 @@ class PdfReader(Reader):
                     text = ""
                 text = _tidy(text)
                 if text:
-                    builder.add_lines(text, 1, page=number)
+                    for piece, line in joined_lines(text):
+                        builder.add_piece(piece, line, page=number)
                 elif number not in unreadable:
                     empty.append(number)
                 done = self.source.size_bytes * number // total
