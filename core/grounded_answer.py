@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .answer_sentences import Sentence, ranked_sentences
-from .decoding import DecodingConfig
+from .decoding import DecodingConfig, decoding_for
 from .engine import AnswerStats, Engine
 from .grounding import unsupported_words
 
@@ -47,6 +47,9 @@ class GroundingConfig:
     # for the two to agree. 1.0 agreed on 15 development questions (the sentence right for 13), 0.8 on 19 (17),
     # 0.5 on 20 (17); unanswerable questions marked: 22 of 24 at each.
     agreement: float = 0.8
+    # Most tokens the writer writes when its answer is only checked (not shown): its claim is in its first
+    # sentence, and a long answer only adds words the sentence lacks (and seconds before the first token).
+    written_tokens: int = 48
     # Sentences scored at most (each a short row of one batched pass): about the three passages read.
     sentences: int = 32
 
@@ -55,6 +58,8 @@ class GroundingConfig:
             raise ValueError(f"answer grounding must be one of {', '.join(GROUNDING_STYLES)}, got {self.style!r}")
         if not 0.0 < self.agreement <= 1.0:
             raise ValueError(f"agreement must be a share above 0 and at most 1, got {self.agreement!r}")
+        if self.written_tokens < 1:
+            raise ValueError(f"the checked answer needs at least 1 token, got {self.written_tokens}")
         if self.sentences < 1:
             raise ValueError(f"at least one sentence must be scored, got {self.sentences}")
 
@@ -107,6 +112,10 @@ def grounded_answer(
     `verdict` is filled before the first piece; without passages the written answer streams unchecked.
     `sought`: what the sentences are ranked for (a follow-up with its earlier question; default the question)."""
     started = time.perf_counter()
+    checked = bool(passages) and not (config.style == "free" and config.answerable_margin is None)
+    if checked:
+        decoding = decoding_for(decoding, None)
+        decoding = replace(decoding, max_new_tokens=min(decoding.max_new_tokens, config.written_tokens))
     written = engine.answer(
         pot,
         question,
@@ -117,7 +126,7 @@ def grounded_answer(
         question_first=question_first,
         history=history,
     )
-    if not passages or (config.style == "free" and config.answerable_margin is None):
+    if not checked:
         # Nothing to check against (the pot holds the whole document and is read whole), or no check asked.
         yield from written
         return

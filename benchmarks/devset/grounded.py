@@ -8,9 +8,10 @@ through the app's Python API (DocumentService.ask) with one answer-grounding set
 Each run is named by its setting (`checked@0.9`, `free@none`, ...). One JSON line per answer is appended to
 <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a table per run:
 
-- answerable questions (questions.jsonl): correct (score.is_correct), **confidently wrong** (not correct and not
-  marked `answerable: false`), abstained (marked unanswerable), evidence recall (a passage read holds the
-  answer), loops, median seconds to first token;
+- answerable questions (questions.jsonl): correct (score.is_correct on the answer text), split into stated (an
+  answer given as the document's) and in the closest passage (an answer marked `answerable: false` that quotes
+  a sentence holding it), **confidently wrong** (not correct and not marked `answerable: false`), marked not
+  found, evidence recall (a passage read holds the answer), loops, median seconds to first token;
 - unanswerable questions (unanswerable.jsonl): the share marked `answerable: false`, by kind;
 - follow-ups (followups.jsonl): the first question asked in a new conversation, the follow-up asked in it
   (`conversation_id`), and the standalone wording asked on its own; right counts of both.
@@ -111,8 +112,9 @@ def report(args) -> str:
     unanswerable = {q["id"]: q for q in load_unanswerable()}
     lines = ["# Grounded answers on the development set", "", "Written by `python -m benchmarks.devset.grounded`.", ""]
     lines += [
-        "| run | answerable n | correct | confidently wrong | abstained | evidence recall | loops | median s to "
-        "first token | unanswerable marked | follow-ups right | same asked alone |",
+        "| run | answerable n | correct (stated + in the closest passage) | confidently wrong | marked not found "
+        "| evidence recall | loops | median s to first token | unanswerable marked | follow-ups right "
+        "| same asked alone |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in dict.fromkeys(r["run"] for r in records):
@@ -131,8 +133,10 @@ def report(args) -> str:
         follows = [r for r in mine if r["set"] == "followups" and r["id"] in followups]
         follow_right = sum(is_correct(r["followup"]["answer"], followups[r["id"]]["answers"]) for r in follows)
         alone_right = sum(is_correct(r["standalone"]["answer"], followups[r["id"]]["answers"]) for r in follows)
+        stated = sum(1 for ok, no in zip(right, marked, strict=True) if ok and not no)
         lines.append(
-            f"| {run} | {len(asked)} | {sum(right)} | {wrong} | {sum(marked)} | {sum(held)} | {loops_count} "
+            f"| {run} | {len(asked)} | {sum(right)} ({stated} + {sum(right) - stated}) | {wrong} | {sum(marked)} "
+            f"| {sum(held)} | {loops_count} "
             f"| {_median([r.get('ttft_seconds') for r in asked])} | {caught}/{len(unans)} "
             f"| {follow_right}/{len(follows)} | {alone_right}/{len(follows)} |"
         )
