@@ -4,11 +4,13 @@ answer settings (`ask`, `summarize`, `ask-across`), each read back into its conf
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import RANKINGS, EvidenceConfig, parse_pot_entries
+from infinipot.core.grounded_answer import GROUNDING_STYLES
 from infinipot.core.precision import DTYPES
 from infinipot.core.scorers import METHODS
 
@@ -173,6 +175,14 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         "only), all the whole pot, N a copy distilled to N entries with the question "
         f"({'all' if EVIDENCE.pot_entries is None else EVIDENCE.pot_entries})",
     )
+    parser.add_argument(
+        "--grounding",
+        default=ANSWER.grounding.style,
+        choices=GROUNDING_STYLES,
+        help="evidence: checked: the passage's sentence when the model's answer agrees with it, else 'no direct "
+        "answer found' with the closest passage; sentence: always that sentence; free: the model's answer "
+        f"unchecked ({ANSWER.grounding.style})",
+    )
     add_decoding_options(parser)
 
 
@@ -188,4 +198,5 @@ def answer_settings(args: argparse.Namespace) -> AnswerSettings:
             pot_entries=parse_pot_entries(args.evidence_pot),
             read_spans=args.evidence_spans,
         ),
+        grounding=replace(ANSWER.grounding, style=args.grounding),
     )
