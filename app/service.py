@@ -16,7 +16,7 @@ from pathlib import Path
 
 from infinipot.app.ask import across, evidence, reread, summary
 from infinipot.app.ask.conversation import cited_answer, recorded_answer
-from infinipot.app.ask.follow_up import follow_up_query, turns_in_view
+from infinipot.app.ask.follow_up import NOT_FOUND_TURN, follow_up_query, turns_in_view
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pots import open_general_pot, open_pot_read_with
 from infinipot.app.ask.stats import AskStats
@@ -245,15 +245,17 @@ class DocumentService:
             yield from pieces
 
     def earlier_turns(self, conversation_id: int) -> list[tuple[str, str]]:
-        """The conversation's (question, answer) pairs, oldest first; summaries and stopped answers are not
-        turns a follow-up refers to."""
+        """The conversation's (question, answer) pairs, oldest first; summaries and stopped answers are not turns a
+        follow-up refers to. An answer that found nothing direct is given as such (the closest passage it quoted
+        is no answer, and a follow-up would take it for one)."""
         turns, question = [], None
         for message in self.store.conversations.messages(conversation_id):
             meta = message.meta or {}
             if message.role == "user":
                 question = message.content
             elif question is not None and not meta.get("summary") and not meta.get("stopped") and message.content:
-                turns.append((question, message.content))
+                answer = message.content if meta.get("answerable", True) is not False else NOT_FOUND_TURN
+                turns.append((question, answer))
                 question = None
         return turns
 
@@ -319,6 +321,7 @@ class DocumentService:
             stats.answerable = verdict.answerable
             stats.answer_sentence = verdict.sentence.text if verdict.sentence else ""
             stats.written_answer = verdict.written
+            stats.ranked_sentences = [sentence.text for sentence in verdict.ranked]
             yield piece
 
     def summarize(

@@ -47,6 +47,9 @@ class GroundingConfig:
     # for the two to agree. 1.0 agreed on 15 development questions (the sentence right for 13), 0.8 on 19 (17),
     # 0.5 on 20 (17); unanswerable questions marked: 22 of 24 at each.
     agreement: float = 0.8
+    # The judge's best sentences the written answer may agree with: the best-ranked one it agrees with answers.
+    # The writer then also chooses among the judge's shortlist (the right sentence is often second or third).
+    shortlist: int = 3
     # Most tokens the writer writes when its answer is only checked (not shown): its claim is in its first
     # sentence, and a long answer only adds words the sentence lacks (and seconds before the first token).
     written_tokens: int = 48
@@ -58,6 +61,8 @@ class GroundingConfig:
             raise ValueError(f"answer grounding must be one of {', '.join(GROUNDING_STYLES)}, got {self.style!r}")
         if not 0.0 < self.agreement <= 1.0:
             raise ValueError(f"agreement must be a share above 0 and at most 1, got {self.agreement!r}")
+        if self.shortlist < 1:
+            raise ValueError(f"the judge's shortlist needs at least 1 sentence, got {self.shortlist}")
         if self.written_tokens < 1:
             raise ValueError(f"the checked answer needs at least 1 token, got {self.written_tokens}")
         if self.sentences < 1:
@@ -69,7 +74,8 @@ class Verdict:
     """What the check found (kept in the answer's stats)."""
 
     answerable: bool = True
-    sentence: Sentence | None = None
+    sentence: Sentence | None = None  # the sentence answered with or quoted: the agreeing one, else the best
+    ranked: tuple[Sentence, ...] = ()  # the judge's sentences, best first (at most GroundingConfig.sentences)
     margin: float | None = None  # the best sentence's score above the question's likelihood after no text
     kept_written: bool = True  # the written answer was shown (False: the sentence, or the not-found line)
     unsupported: tuple[str, ...] = ()  # content words of the written answer that the sentence does not hold
@@ -77,14 +83,16 @@ class Verdict:
 
 
 def agrees(written: str, sentence: Sentence | None, question: str, agreement: float) -> bool:
-    """Whether the written answer adds content words to the question and `agreement` of them are in the
-    sentence."""
+    """Whether the written answer adds content words to the question, `agreement` of them are in the sentence,
+    and every one with a digit is."""
     if sentence is None or not written:
         return False
     added = unsupported_words(written, [question])
     if not added:
         return False
     missing = unsupported_words(written, [sentence.text, question])
+    if any(any(ch.isdigit() for ch in word) for word in missing):
+        return False  # a number, version or date the sentence does not hold is the fact asked for, not a detail
     return (len(added) - len(missing)) / len(added) >= agreement
 
 
@@ -135,6 +143,7 @@ def grounded_answer(
     texts = [tokenizer.decode(list(ids), skip_special_tokens=True) for ids in passages]
     asked = sought or question
     ranked = ranked_sentences(engine, texts, asked, config.sentences)
+    verdict.ranked = tuple(ranked)
     verdict.sentence = ranked[0] if ranked else None
     if verdict.sentence is not None and config.answerable_margin is not None:
         verdict.margin = verdict.sentence.score - engine.question_likelihoods([[]], asked)[0]
@@ -145,10 +154,12 @@ def grounded_answer(
         verdict.kept_written, answer = False, verdict.sentence.text
     elif config.style == "checked":
         verdict.unsupported = tuple(unsupported_words(text, [verdict.sentence.text if verdict.sentence else "", asked]))
-        if agrees(text, verdict.sentence, asked, config.agreement):
-            verdict.kept_written, answer = False, verdict.sentence.text
+        agreeing = next((s for s in ranked[: config.shortlist] if agrees(text, s, asked, config.agreement)), None)
+        verdict.kept_written = False
+        if agreeing is not None:
+            verdict.sentence, answer = agreeing, agreeing.text
         else:
-            verdict.answerable, verdict.kept_written = False, False
+            verdict.answerable = False
     if not verdict.answerable:
         answer = not_answered(verdict.sentence)
     stats.ttft_seconds = time.perf_counter() - started

@@ -13,6 +13,8 @@ import re
 
 from infinipot.core.grounding import content_words
 
+# An earlier answer that found nothing direct, as a follow-up sees it.
+NOT_FOUND_TURN = "I did not find a direct answer in the document."
 # Earlier (question, answer) turns a follow-up sees: the last one. A 135M model follows one turn back; longer
 # histories fill its context with earlier answers, which may be wrong.
 FOLLOW_UP_TURNS = 1

@@ -21,6 +21,7 @@ class AskStats(AnswerStats):
     answerable: bool = True
     # The sentence of the passages read that the answer was checked against (and is quoted first); "" when none.
     answer_sentence: str = ""
+    ranked_sentences: list[str] = field(default_factory=list)  # the judge's sentences, best first
     written_answer: str = ""  # what the model wrote before the check (the answer shown when it passed)
 
     @property

@@ -48,6 +48,7 @@ def _ask(service, doc_id, question, settings, conversation_id=None, record=False
         "answerable": stats.answerable,
         "answer_sentence": stats.answer_sentence,
         "written": stats.written_answer,
+        "ranked": stats.ranked_sentences,
         "snippets": [c.get("snippet") or "" for c in stats.citations],
         "quote": (stats.citations[0].get("quote") if stats.citations else "") or "",
         "labels": [c.get("label") for c in stats.citations],
