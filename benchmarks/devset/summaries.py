@@ -85,7 +85,7 @@ def main() -> None:
     for r in records:
         lines += [f"### {r['document']} ({r['style']}, {r['seconds']} s)", "", r["summary"], ""]
     (args.out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines[:4 + len(records)]))
+    print("\n".join(lines[: 4 + len(records)]))
 
 
 if __name__ == "__main__":
