@@ -18,6 +18,9 @@ from dataclasses import dataclass
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n")
 # A "sentence" longer than this many words is a table, a listing or log lines: it is cut at its line breaks.
 _LONGEST_WORDS = 60
+# A line that starts with a date, a time or a section number ("2024-11-14T06:03", "12:00", "3.1") or a list mark
+# is an item of its own (a log line, a table row, a bullet); "1,206 metres" wrapped to a line's start is not.
+_ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s))")
 # Tokens of a sentence that are scored: a longer one is judged by its start (bounds one batched pass).
 _SCORED_TOKENS = 64
 
@@ -30,10 +33,12 @@ class Sentence:
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of a passage, in order, whitespace collapsed; a stretch without sentence stops longer than
-    _LONGEST_WORDS words is cut at its line breaks (each log or table line is then one sentence)."""
+    """The sentences of a passage, in order, whitespace collapsed. A line that starts with a date, a time, a
+    section number or a list mark starts a sentence (a log line, a table row, a bullet), and a stretch without
+    sentence stops longer than _LONGEST_WORDS words is cut at its line breaks."""
     pieces = []
-    for part in _SENTENCE_END.split(text or ""):
+    parts = [item for part in _SENTENCE_END.split(text or "") if part for item in _ITEM_START.split(part)]
+    for part in parts:
         if not part or not part.strip():
             continue
         if len(part.split()) > _LONGEST_WORDS:

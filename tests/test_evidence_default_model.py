@@ -67,3 +67,24 @@ def test_questions_on_a_real_manual_cite_the_page_and_text_that_answer_them(tmp_
     cited = cited_with(stats, "version 4.19.0")
     assert cited and all(c["page"] in pages_holding(manual, "version 4.19.0") for c in cited), stats.citations
     assert stats.stopped_by in ("end", "repeat", "new-turn") and stats.new_tokens < 256
+
+
+def test_the_license_is_answered_in_the_manuals_words_and_an_unanswerable_question_is_marked(tmp_path, manual):
+    service = DocumentService(tmp_path / "home", device="cpu")
+    doc_id = service.read(manual, PotConfig()).doc_id
+
+    # The writer and the judge agree: the answer is the manual's own sentence naming the license (page 2).
+    pieces, stats, _ = service.ask(doc_id, "Under which license is this manual distributed?", AnswerSettings())
+    answer = "".join(pieces)
+    print("answer:", answer, "written:", stats.written_answer, "ranked:", stats.ranked_sentences[:3])
+    assert stats.answerable and "Free Documentation License" in answer
+    assert answer in stats.citations[0]["quote"] or stats.citations[0]["quote"] in answer
+    assert stats.citations[0]["page"] in pages_holding(manual, "Free Documentation License")
+
+    # The manual never mentions Debian: the model invents a maintainer, which no passage holds.
+    question = "Who is the maintainer of the Debian package of libtasn1?"
+    pieces, stats, _ = service.ask(doc_id, question, AnswerSettings(), record=False)
+    answer = "".join(pieces)
+    print("answer:", answer, "written:", stats.written_answer)
+    assert not stats.answerable and answer.startswith("No direct answer found in the document.")
+    assert stats.citations  # the closest passages are still shown

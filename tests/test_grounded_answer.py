@@ -128,3 +128,14 @@ def test_sentences_are_ranked_by_the_judge_and_taken_from_the_likeliest_passage_
     assert {s.text for s in ranked} == set(split_sentences(PASSAGES[0]) + split_sentences(PASSAGES[1]))
     # At most two sentences: both from the last passage (the likeliest, read last).
     assert {s.span for s in ranked_sentences(engine, PASSAGES, "Are copies allowed?", most=2)} == {1}
+
+
+def test_log_lines_dates_and_list_items_are_sentences_of_their_own_and_wrapped_numbers_are_not():
+    log = "06:03Z INFO start\n2024-11-14T06:08:50Z INFO config loaded\n2024-11-14T06:16:55Z INFO pool ready"
+    assert split_sentences(log) == [
+        "06:03Z INFO start",
+        "2024-11-14T06:08:50Z INFO config loaded",
+        "2024-11-14T06:16:55Z INFO pool ready",
+    ]
+    assert split_sentences("Files:\n- globs\n- magic") == ["Files:", "- globs", "- magic"]
+    assert split_sentences("The mountain was\n1,206 metres high. Then") == ["The mountain was 1,206 metres high.", "Then"]
