@@ -138,4 +138,7 @@ def test_log_lines_dates_and_list_items_are_sentences_of_their_own_and_wrapped_n
         "2024-11-14T06:16:55Z INFO pool ready",
     ]
     assert split_sentences("Files:\n- globs\n- magic") == ["Files:", "- globs", "- magic"]
-    assert split_sentences("The mountain was\n1,206 metres high. Then") == ["The mountain was 1,206 metres high.", "Then"]
+    assert split_sentences("The mountain was\n1,206 metres high. Then") == [
+        "The mountain was 1,206 metres high.",
+        "Then",
+    ]
