@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from .answer_sentences import split_sentences
 from .decoding import DecodingConfig
 from .engine import AnswerStats, Engine
-from .evidence import Bucket, EvidenceConfig, Span, attention_ranking, choose_buckets, holds_whole_document
+from .evidence import (
+    Bucket,
+    EvidenceConfig,
+    Span,
+    attention_ranking,
+    choose_buckets,
+    holds_whole_document,
+    verbatim_tail_start,
+)
 from .grounding import unsupported_words
 from .pot import Pot
 
@@ -177,30 +185,36 @@ class Point:
 
 
 def is_point(sentence: str) -> bool:
-    """Whether a sentence reads as a statement: long enough, not a run of fragments, ending like a sentence, and
-    mostly words (not a table row, a listing or a line of dots)."""
+    """Whether a sentence reads as a statement: it starts a sentence (a capital or a quote), is long enough, is not
+    a run of fragments or a web address, ends like a sentence, and is mostly words (not a table row, a listing or a
+    line of dots)."""
     words = sentence.split()
     if not _POINT_WORDS[0] <= len(words) <= _POINT_WORDS[1] or not sentence.endswith((".", "!", "?", ".”", '."')):
+        return False
+    if not (sentence[0].isupper() or sentence[0] in "\"“'") or "://" in sentence:
         return False
     letters = sum(ch.isalpha() for ch in sentence)
     return letters >= 0.6 * len(sentence) and not is_run_on(sentence) and ". . ." not in sentence
 
 
-def main_points(engine: Engine, spans: list[Span], most: int, skip: set[str]) -> list[Point]:
-    """The first statement-like sentence of each of the best spans (by the share of the catalyst's attention),
-    at most `most`, each once, in document order."""
+def main_points(engine: Engine, spans: list[Span], most: int, skip: set[str], document_tokens: int) -> list[Point]:
+    """One statement-like sentence from each of `most` equal parts of the document, in document order: the first
+    such sentence of the part's best span (by the share of the catalyst's attention) that has one. A summary
+    covers the document instead of the few places the attention favours most."""
     tokenizer = engine.tokenizer
-    chosen: list[tuple[int, Point]] = []
+    part = max(1, -(-document_tokens // most))
+    chosen: list[Point] = []
     seen = set(skip)
-    for span in sorted(spans, key=lambda s: -s.score):
-        if len(chosen) >= most:
-            break
-        text = tokenizer.decode(list(span.ids), skip_special_tokens=True)
-        sentence = next((s for s in split_sentences(text) if is_point(s) and s not in seen), None)
-        if sentence is not None:
-            seen.add(sentence)
-            chosen.append((span.start, Point(sentence, span.start)))
-    return [point for _, point in sorted(chosen, key=lambda pair: pair[0])]
+    for first in range(0, document_tokens, part):
+        inside = [span for span in spans if first <= span.start < first + part]
+        for span in sorted(inside, key=lambda s: -s.score):
+            text = tokenizer.decode(list(span.ids), skip_special_tokens=True)
+            sentence = next((s for s in split_sentences(text) if is_point(s) and s not in seen), None)
+            if sentence is not None:
+                seen.add(sentence)
+                chosen.append(Point(sentence, span.start))
+                break
+    return chosen
 
 
 def checked_lead(engine: Engine, opening: list[int], question: str, decoding: DecodingConfig) -> str:
@@ -256,11 +270,12 @@ def extractive_summary(
             for i in range(-(-document_tokens // span_config.bucket_tokens))
         ]
     else:
-        ranked = attention_ranking(engine, pot, engine.catalyst_ids, [], document_tokens, span_config)
+        until = verbatim_tail_start(pot)  # the attention favours the pot's verbatim tail whatever it is asked
+        ranked = attention_ranking(engine, pot, engine.catalyst_ids, [], document_tokens, span_config, until)
     opening_buckets = -(-min(config.opening_tokens, document_tokens) // span_config.bucket_tokens)
     ranked = [bucket for bucket in ranked if bucket.index >= opening_buckets]  # the lead speaks for the opening
     spans = choose_buckets(engine, ranked, document_tokens, fetch, span_config)
-    points = main_points(engine, spans, config.points, {lead})
+    points = main_points(engine, spans, config.points, {lead}, document_tokens)
     text = lead
     if points:
         where = [locate(point.token) if locate else "" for point in points]
