@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .answer_sentences import split_sentences
 from .decoding import DecodingConfig
 from .engine import AnswerStats, Engine
+from .errors import PotTooSmallError
 from .evidence import (
     Bucket,
     EvidenceConfig,
@@ -227,7 +228,10 @@ def checked_lead(engine: Engine, opening: list[int], question: str, decoding: De
     first = next((s for s in sentences if is_point(s)), sentences[0] if sentences else "")
     if not question:
         return first
-    written = "".join(engine.answer(engine.read([opening]), question, decoding)).strip()
+    try:
+        written = "".join(engine.answer(engine.read([opening]), question, decoding)).strip()
+    except PotTooSmallError:  # a pot too small for the question and its answer: the opening's sentence leads
+        return first
     if written and not is_run_on(written) and not unsupported_words(written, [text, question]):
         return written
     return first

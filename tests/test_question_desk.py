@@ -233,14 +233,35 @@ def test_bad_answer_settings_get_one_line_as_typed_and_refuse_to_answer(infinipo
 # -- summaries -----------------------------------------------------------------------------------------------
 @pytest.fixture
 def small_parts(workspace, monkeypatch):
-    """Summaries of the tiny documents in parts of one span each (blocks of 64 tokens), so there are several."""
+    """Written summaries of the tiny documents in parts of one span each (blocks of 64 tokens), so there are
+    several."""
     summarize = workspace.service.summarize
-    config = SummaryConfig(span_tokens=256, block_tokens=64, part_new_tokens=3)
+    config = SummaryConfig(span_tokens=256, block_tokens=64, part_new_tokens=3, style="written")
     monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: summarize(*a, config=config, **k))
 
 
 def stored_summary(workspace, doc_id):
     return workspace.service.library.files.load_summary(doc_id)["summary"]
+
+
+def test_an_extractive_summary_quotes_the_documents_sentences_with_lines_and_an_older_one_is_not_served(
+    workspace,
+):
+    service, doc_id = workspace.service, workspace.doc_ids[0]
+    document = service.source_path(doc_id).read_text(encoding="utf-8")
+    pieces, stats = service.summarize(doc_id, new=True)
+    summary = "".join(pieces)
+    lead, _, points = summary.partition("\n\nMain points:\n")
+    assert points, summary
+    for point in points.splitlines():  # "- <a sentence of the document> (line N)"
+        sentence, line = re.fullmatch(r"- (.*) \(line (\d+)\)", point).groups()
+        assert " ".join(sentence.split()) in " ".join(document.split())
+    kept = service.library.files.load_summary(doc_id)
+    assert kept["method"] == "extractive-2" and kept["summary"] == summary.strip()
+    # A summary stored by another method (an older one, or written part by part) is made anew, not served.
+    service.library.files.save_summary(doc_id, {**kept, "method": "written-1", "summary": "an old summary"})
+    pieces, stats = service.summarize(doc_id)
+    assert "".join(pieces) == summary and not stats.reused_summary
 
 
 def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_another(
