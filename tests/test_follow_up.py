@@ -15,19 +15,23 @@ from infinipot.core.prompts import encode
 
 @pytest.mark.parametrize(
     "question",
-    ["What version of it?", "And who wrote it?", "Where is that file?", "What about the log?", "When?", "Why?"],
+    ["What version of it?", "And who wrote it?", "Who wrote that?", "What about the log?", "When?", "Why?"],
 )
 def test_questions_that_lean_on_an_earlier_turn_refer_back(question):
     assert refers_back(question)
 
 
 @pytest.mark.parametrize(
-    "question", ["What is the passkey?", "Which license covers this manual?", "Who wrote the GNU Libtasn1 manual?"]
+    "question",
+    [
+        "What is the passkey?",
+        "Under which license is this manual distributed?",  # "this manual" names the question's own subject
+        "Who wrote the GNU Libtasn1 manual?",
+        "Is there a limit on the file size?",
+    ],
 )
 def test_questions_that_name_their_own_subject_stand_alone(question):
-    # "this manual" names its subject: a demonstrative before a noun of the question's own still refers back by
-    # the rule, which is the safe side (the earlier turn is then in view, not required).
-    assert refers_back(question) == ("this" in question)
+    assert not refers_back(question)
 
 
 def test_only_a_question_that_refers_back_sees_the_last_turn_and_is_sought_with_it():

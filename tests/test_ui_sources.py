@@ -142,7 +142,7 @@ def test_evidence_answers_cite_and_quote_the_passage_they_read(infinipot_home, n
         assert quote in split_sentences(citations[0]["snippet"])
         # The random model's writer and judge disagree: the answer says no direct answer was found and quotes the
         # closest sentence itself, which is then not quoted a second time under it.
-        assert answer["content"].startswith("**Not found in the document.** No direct answer found")
+        assert answer["content"].startswith("**No direct answer found in the document.** The closest passage:")
         assert quote in answer["content"] and "Closest passages: " in answer["content"]
         assert f"> **page {NEEDLE_PAGE}**" not in answer["content"]
     finally:

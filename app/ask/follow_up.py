@@ -19,8 +19,11 @@ NOT_FOUND_TURN = "I did not find a direct answer in the document."
 # histories fill its context with earlier answers, which may be wrong.
 FOLLOW_UP_TURNS = 1
 
-_REFERRING = re.compile(
-    r"\b(it|its|they|them|their|theirs|this|that|these|those|he|him|his|she|her|hers|one|ones|there|then|same)\b",
+_REFERRING = re.compile(r"\b(it|its|they|them|their|theirs|he|him|his|she|her|hers)\b", re.IGNORECASE)
+# "this", "that", "these", "those" refer back only standing alone ("Who wrote that?", "What does this mean?"); before
+# a noun they name the question's own subject ("Under which license is this manual distributed?").
+_DEMONSTRATIVE = re.compile(
+    r"\b(this|that|these|those)\b(?=\s*(?:[?.!,]|$)|\s+(?:is|was|are|were|do|does|did|mean|means|say|says)\b)",
     re.IGNORECASE,
 )
 _OPENINGS = re.compile(r"^\s*(and|also|what about|how about|and what|and who|and when|and where|why|so)\b", re.I)
@@ -30,7 +33,8 @@ _OWN_WORDS = 1
 
 def refers_back(question: str) -> bool:
     """Whether `question` leans on an earlier turn (see the module's docstring)."""
-    return bool(_REFERRING.search(question) or _OPENINGS.search(question)) or len(content_words(question)) < _OWN_WORDS
+    leans = _REFERRING.search(question) or _DEMONSTRATIVE.search(question) or _OPENINGS.search(question)
+    return bool(leans) or len(content_words(question)) < _OWN_WORDS
 
 
 def turns_in_view(question: str, history: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -57,7 +57,8 @@ def _sentences(text: str) -> list[str]:
     text = " ".join((text or "").split())
     starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
     ends = starts[1:] + [len(text)]
-    return [text[start:end].strip() for start, end in zip(starts, ends, strict=True) if text[start:end].strip()]
+    pieces = [text[start:end].strip().lstrip("… ") for start, end in zip(starts, ends, strict=True)]
+    return [piece for piece in pieces if piece]
 
 
 def answer_sentence(snippet: str, answer: str, question: str = "") -> tuple[str, int]:

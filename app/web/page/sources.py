@@ -92,8 +92,6 @@ def marked(sentence: str, answer: str) -> str:
     return "".join(pieces) + markdown_text(sentence[last:])
 
 
-# Leads an answer that says the document does not hold the answer (`answerable: false`).
-NOT_ANSWERED_MARK = "**Not found in the document.**"
 # Added to an answer that Stop cut short, on the page and after a reload.
 STOPPED_MARK = " *(stopped)*"
 
@@ -106,8 +104,9 @@ def chat_message(
     not hold the answer is marked so, and its sources are called the closest passages."""
     if stopped:
         content = (content or "").rstrip() + STOPPED_MARK
-    if role == "assistant" and not answerable:
-        content = f"{NOT_ANSWERED_MARK} {content}"
+    if role == "assistant" and not answerable:  # its first sentence says so, in bold
+        lead, stop, rest = content.partition(". ")
+        content = f"**{lead}.**{' ' + rest if rest else ''}" if stop else f"**{content}**"
     if role != "assistant" or not citations:
         return {"role": role, "content": content}
     quoted = quotes(citations, content)
