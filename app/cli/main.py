@@ -379,7 +379,9 @@ def _run(args: argparse.Namespace) -> int:
             print("sources:" if stats.answerable else "closest passages:")
             for index, citation in enumerate(stats.citations):
                 if index == 0 and citation.get("quote"):  # the sentence the answer came from, whole
-                    print(f"  {citation['label']}: {' '.join(citation['quote'].split())}")
+                    quote = " ".join(citation["quote"].split())
+                    said = quote in " ".join("".join(text).split())
+                    print(f"  {citation['label']}: {'(the sentence quoted above)' if said else quote}")
                     continue
                 quote = quoted_part(citation["snippet"], "".join(text))
                 print(f"  {citation['label']}: {shorten(quote, 100)}")
