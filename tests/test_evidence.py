@@ -33,7 +33,8 @@ from infinipot.core.evidence import (
     widen,
 )
 from infinipot.core.model import LoadedModel
-from infinipot.core.summary import SummaryConfig, blocks_of, is_run_on, opening_first, summarize_document
+from infinipot.core.prompts import encode
+from infinipot.core.summary import SummaryConfig, blocks_of, is_run_on, main_points, opening_first, summarize_document
 
 STOP = 0  # the token that ends a sentence in the index-level tests
 
@@ -296,7 +297,7 @@ def test_a_long_document_is_summarized_part_by_part_within_the_pot():
     document = planted_document(900, at=500)
     pot = engine.read([document])
     lengths = record_cache_lengths(engine.model)
-    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32)
+    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, style="written")
     calls = []
     blocks_read = []
     read = engine.read
@@ -325,7 +326,7 @@ def test_the_opening_alone_is_asked_what_the_document_is_and_its_answer_leads_th
     engine = attending_engine(pot_size=160, keep=64)
     document = planted_document(900, at=500)
     pot = engine.read([document])
-    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32)
+    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, style="written")
     asked, reads = [], []
     answer, read = engine.answer, engine.read
     engine.answer = lambda pot, question, *a, **k: asked.append(question) or answer(pot, question, *a, **k)
@@ -343,9 +344,59 @@ def test_the_opening_alone_is_asked_what_the_document_is_and_its_answer_leads_th
     assert combined.startswith(lead) and text.strip()  # the lead is the first of the partial summaries
 
     asked.clear()
-    quiet = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, lead_question="")
+    quiet = SummaryConfig(
+        span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, lead_question="", style="written"
+    )
     "".join(summarize_document(engine, pot, len(document), fetch_from(document), quiet, DecodingConfig(6), stats))
     assert asked == []
+
+
+def test_an_extractive_summary_leads_with_the_opening_and_quotes_one_point_per_part_within_the_pot():
+    engine = attending_engine(pot_size=160, keep=64)
+    document = planted_document(900, at=500)
+    pot = engine.read([document])
+    lengths = record_cache_lengths(engine.model)
+    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, points=3)
+    calls = []
+    text = "".join(
+        summarize_document(
+            engine,
+            pot,
+            len(document),
+            fetch_from(document),
+            config,
+            DecodingConfig(max_new_tokens=6),
+            AnswerStats(),
+            lambda k, n: calls.append((k, n)),
+            lambda token: f"token {token}",
+        )
+    )
+    assert calls == [(1, 2), (2, 2)]  # the lead, then the points
+    assert max(lengths) <= engine.config.pot_size
+    assert text.strip()  # the checked answer from the opening, or its first sentence (random ids have no points)
+
+
+def test_main_points_are_one_statement_per_part_from_its_best_span_in_document_order():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=64))
+
+    def span(start: int, text: str, score: float) -> Span:
+        ids = tuple(encode(engine.tokenizer, text))
+        return Span(start, start + len(ids), ids, score, start)
+
+    spans = [
+        span(10, "the tail of a sentence cut here. The cover of the first book is green and old.", 0.2),
+        span(40, "See http://example.org for the whole of the long text here.", 0.9),  # a web address: no point
+        span(120, "Short one. The second part holds a statement that is long enough.", 0.3),
+        span(150, "The better span of the second part also has a long statement.", 0.5),
+        span(250, "Heading words only", 0.9),
+    ]
+    points = main_points(engine, spans, 3, set(), 300)
+    assert [p.text for p in points] == [
+        "The cover of the first book is green and old.",
+        "The better span of the second part also has a long statement.",
+    ]
+    assert [p.token for p in points] == [10, 150]
+    assert main_points(engine, spans, 3, {"The cover of the first book is green and old."}, 300)[0].token == 150
 
 
 def test_a_partial_summary_of_run_on_fragments_is_recognised():
