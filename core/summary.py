@@ -122,6 +122,15 @@ def blocks_of(spans: list[Span], block_tokens: int) -> list[list[Span]]:
     return blocks
 
 
+def part_decoding_for(config: SummaryConfig, decoding: DecodingConfig) -> DecodingConfig:
+    """How a partial summary or the lead is decoded: greedy, at most part_new_tokens, with the caller's repeat rules."""
+    return DecodingConfig(
+        max_new_tokens=min(config.part_new_tokens, decoding.max_new_tokens),
+        no_repeat_ngram=decoding.no_repeat_ngram,
+        stop_on_repeat=decoding.stop_on_repeat,
+    )
+
+
 def summarize_document(
     engine: Engine,
     pot: Pot,
@@ -150,11 +159,7 @@ def summarize_document(
     if not blocks:
         yield from engine.summarize(pot, decoding, stats)
         return
-    part_decoding = DecodingConfig(
-        max_new_tokens=min(config.part_new_tokens, decoding.max_new_tokens),
-        no_repeat_ngram=decoding.no_repeat_ngram,
-        stop_on_repeat=decoding.stop_on_repeat,
-    )
+    part_decoding = part_decoding_for(config, decoding)
     parts = []
     for index, block in enumerate(blocks, start=1):
         if on_part is not None:
@@ -260,11 +265,7 @@ def extractive_summary(
         return
     if on_part is not None:
         on_part(1, 2)
-    lead_decoding = DecodingConfig(
-        max_new_tokens=min(config.part_new_tokens, decoding.max_new_tokens),
-        no_repeat_ngram=decoding.no_repeat_ngram,
-        stop_on_repeat=decoding.stop_on_repeat,
-    )
+    lead_decoding = part_decoding_for(config, decoding)
     lead = checked_lead(engine, opening, config.lead_question, lead_decoding)
     if on_part is not None:
         on_part(2, 2)
