@@ -78,8 +78,19 @@ def migrate(db: Database, migrations: Migrations = MIGRATIONS) -> None:
     """
     if not migrations.pending(db):
         return
-    with write_transaction(db):
-        migrations.apply(db)  # each migration runs in a savepoint inside this transaction
+    # Foreign keys off while migrating, so a migration may rebuild a table (SQLite's procedure: a DROP TABLE
+    # would otherwise cascade into the rows that refer to it); they are checked before the commit instead.
+    # The pragma is a no-op inside a transaction, hence outside it.
+    enforced = db.execute("PRAGMA foreign_keys").fetchone()[0]
+    db.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with write_transaction(db):
+            migrations.apply(db)  # each migration runs in a savepoint inside this transaction
+            broken = db.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise RuntimeError(f"a migration left {len(broken)} rows referring to missing rows, first {broken[0]}")
+    finally:
+        db.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")
 
 
 def schema_version(db: Database) -> list[str]:

@@ -135,6 +135,45 @@ def m0004(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0005_ids_never_reused")
+def m0005(db: Database) -> None:
+    # A conversation's id was the highest free one, so after a delete the next conversation took the deleted
+    # one's id, and a session still holding that id wrote into a stranger's conversation. AUTOINCREMENT never
+    # gives an id twice. SQLite cannot add it to a table, so both tables are rebuilt (its documented
+    # procedure; migrate() runs this with foreign keys off and checks them before committing). Ids of rows
+    # deleted before this migration are unknown, so the sequence starts above the highest id still stored.
+    _run_script(
+        db,
+        f"""
+        CREATE TABLE conversations_rebuilt (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            pot_id INTEGER REFERENCES pots(id) ON DELETE SET NULL,
+            title TEXT,
+            created_at TEXT NOT NULL
+        );
+        INSERT INTO conversations_rebuilt (id, document_id, pot_id, title, created_at)
+            SELECT id, document_id, pot_id, title, created_at FROM conversations ORDER BY id;
+        DROP TABLE conversations;
+        ALTER TABLE conversations_rebuilt RENAME TO conversations;
+        CREATE INDEX conversations_document ON conversations(document_id);
+        CREATE TABLE messages_rebuilt (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ({", ".join(repr(r) for r in MESSAGE_ROLES)})),
+            content TEXT NOT NULL,
+            meta TEXT,                         -- JSON: timings, the pot used
+            created_at TEXT NOT NULL
+        );
+        INSERT INTO messages_rebuilt (id, conversation_id, role, content, meta, created_at)
+            SELECT id, conversation_id, role, content, meta, created_at FROM messages ORDER BY id;
+        DROP TABLE messages;
+        ALTER TABLE messages_rebuilt RENAME TO messages;
+        CREATE INDEX messages_conversation ON messages(conversation_id);
+        """,
+    )
+
+
 def _run_script(db: Database, script: str) -> None:
     """Run statements one by one: sqlite3's executescript would COMMIT first and break the migration's transaction."""
     statement = ""

@@ -90,3 +90,73 @@ def test_constraints_and_cascades(tmp_path):
         db.execute("DELETE FROM documents WHERE id = 'ab'")
     assert db.execute("SELECT count(*) FROM pots").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0
+
+
+def _insert_document(db, doc_id: str) -> None:
+    db.execute(
+        "INSERT INTO documents (id, content_hash, name, size_bytes, kind, created_at, updated_at) "
+        "VALUES (?, ?, 'a.txt', 3, 'text', 'now', 'now')",
+        [doc_id, doc_id * 4],
+    )
+
+
+def _new_conversation(db, doc_id: str) -> int:
+    with write_transaction(db):
+        cursor = db.execute(
+            "INSERT INTO conversations (document_id, title, created_at) VALUES (?, 'q', 'now')", [doc_id]
+        )
+        db.execute(
+            "INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'hi', 'now')",
+            [cursor.lastrowid],
+        )
+    return cursor.lastrowid
+
+
+def test_conversation_and_message_ids_are_never_given_twice_after_a_delete(tmp_path):
+    db = open_database(tmp_path / "data.db")
+    with write_transaction(db):
+        _insert_document(db, "ab")
+    first, second = _new_conversation(db, "ab"), _new_conversation(db, "ab")
+    last_message = db.execute("SELECT max(id) FROM messages").fetchone()[0]
+    with write_transaction(db):
+        db.execute("DELETE FROM documents WHERE id = 'ab'")  # the same file uploaded again gets the same id
+        _insert_document(db, "ab")
+    third = _new_conversation(db, "ab")
+    assert third > second > first
+    assert db.execute("SELECT min(id) FROM messages").fetchone()[0] > last_message
+
+
+def test_the_migration_keeps_conversations_and_stops_reusing_ids(tmp_path):
+    path = tmp_path / "old.db"
+    db = open_database(path)
+    # The database as the versions before 0005 left it: conversations without AUTOINCREMENT.
+    applied = [m.name for m in MIGRATIONS._migrations]
+    db.execute("DELETE FROM _sqlite_migrations WHERE name = '0005_ids_never_reused'")
+    for table in ("messages", "conversations"):
+        db.execute(f"DROP TABLE {table}")
+    MIGRATIONS._migrations[1].fn(db)  # 0002 as it was applied then
+    db.conn.commit()
+    with write_transaction(db):
+        _insert_document(db, "ab")
+        _insert_document(db, "cd")
+    kept = [_new_conversation(db, "ab"), _new_conversation(db, "cd"), _new_conversation(db, "cd")]
+    with write_transaction(db):
+        db.execute("DELETE FROM conversations WHERE id = ?", [kept[2]])
+    assert _new_conversation(db, "cd") == kept[2]  # the defect: the deleted id is given again
+    db.close()
+
+    migrated = open_database(path)
+    assert schema_version(migrated) == applied
+    rows = migrated.execute("SELECT id, document_id FROM conversations ORDER BY id").fetchall()
+    assert rows == [(kept[0], "ab"), (kept[1], "cd"), (kept[2], "cd")]
+    assert migrated.execute("SELECT count(*) FROM messages").fetchone()[0] == 3  # the deleted one's went with it
+    assert migrated.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with write_transaction(migrated):
+        migrated.execute("DELETE FROM conversations WHERE id = ?", [kept[2]])
+    assert _new_conversation(migrated, "cd") == kept[2] + 1
+    with write_transaction(migrated):
+        migrated.execute("DELETE FROM documents WHERE id = 'ab'")  # cascades still hold after the rebuild
+    assert migrated.execute("SELECT conversation_id FROM messages ORDER BY id").fetchall() == [
+        (kept[1],),
+        (kept[2] + 1,),
+    ]
