@@ -17,6 +17,7 @@ from pathlib import Path
 from infinipot.app.ask import across, evidence, reread, summary
 from infinipot.app.ask.conversation import cited_answer, recorded_answer
 from infinipot.app.ask.follow_up import NOT_FOUND_TURN, follow_up_query, turns_in_view
+from infinipot.app.ask.held import HeldStream
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pots import open_general_pot, open_pot_read_with
 from infinipot.app.ask.stats import AskStats
@@ -39,6 +40,7 @@ from infinipot.core.precision import dtype_name
 from infinipot.core.summary import SummaryConfig
 from infinipot.ingest import Progress, TokenLocationMap, file_fingerprint
 from infinipot.storage.errors import NotStored
+from infinipot.storage.uses import DocumentHold
 
 # Loaded pots kept in memory: a follow-up question or the kept-token view does not load the pot again.
 LOADED_POTS_KEPT = 2
@@ -219,30 +221,44 @@ class DocumentService:
             stored, reused = self.open_pot_reused(doc)
         else:
             stored, reused = open_pot_read_with(self.library, self.reader, doc, pot_config, model_name, dtype)
-        if conversation_id is not None:
-            try:
-                conversation = self.store.conversations.get(conversation_id)
-            except NotStored as exc:
-                raise DocumentNotFound(str(exc)) from None
-            if conversation.document_id != stored.doc_id:
-                raise DocumentNotFound(f"conversation {conversation_id} is not about this document")
-        history = turns_in_view(question, self.earlier_turns(conversation_id)) if conversation_id is not None else []
-        stats = AskStats(load_seconds=time.perf_counter() - started, warnings=list(stored.warnings))
-        if record and self.store.read_only:
-            record = False
-            stats.warnings.append(f"the data folder {self.home} is read-only, so this answer is not saved")
-        pieces = self._answer(stored, question, settings, stats, history)
+        hold = self._hold(stored)
+        try:
+            if conversation_id is not None:
+                self.require_conversation(conversation_id, stored.doc_id)
+            earlier = self.earlier_turns(conversation_id) if conversation_id is not None else []
+            history = turns_in_view(question, earlier)
+            stats = AskStats(load_seconds=time.perf_counter() - started, warnings=list(stored.warnings))
+            if record and self.store.read_only:
+                record = False
+                stats.warnings.append(f"the data folder {self.home} is read-only, so this answer is not saved")
+            pieces = self._answer(stored, question, settings, stats, history)
+        except BaseException:
+            hold.release()
+            raise
         if not record:
             answer = cited_answer(self.library, pieces, stats, stored, question)
         else:
             answer = recorded_answer(self.library, pieces, stats, stored, question, conversation_id)
-        return self._while_in_use(stored.doc_id, "answering a question", answer), stats, reused
+        return HeldStream(answer, hold), stats, reused
 
-    def _while_in_use(self, doc_id: str, what: str, pieces: Iterator[str]) -> Iterator[str]:
-        """The pieces, with the document marked in use from the first piece until the answer is recorded, so a
-        delete from any process waits for it (storage/uses.py)."""
-        with self.store.in_use(doc_id, what):
-            yield from pieces
+    def _hold(self, stored: StoredPot) -> DocumentHold:
+        """Mark the document in use from now until the answer is recorded or dropped, so a delete from any
+        process waits for it (storage/uses.py); DocumentNotFound, naming it, when it was deleted meanwhile (a
+        question queued behind others)."""
+        try:
+            return self.store.hold(stored.doc_id, "answering a question")
+        except NotStored:
+            self.forget_pot(stored.doc_id)
+            raise DocumentNotFound(f"{stored.name} was deleted") from None
+
+    def require_conversation(self, conversation_id: int, doc_id: str) -> None:
+        """DocumentNotFound unless the conversation is stored and about this document."""
+        try:
+            conversation = self.store.conversations.get(conversation_id)
+        except NotStored as exc:
+            raise DocumentNotFound(str(exc)) from None
+        if conversation.document_id != doc_id:
+            raise DocumentNotFound(f"conversation {conversation_id} is not about this document")
 
     def earlier_turns(self, conversation_id: int) -> list[tuple[str, str]]:
         """The conversation's (question, answer) pairs, oldest first; summaries and stopped answers are not turns a
@@ -362,6 +378,13 @@ class DocumentService:
 
     def conversations(self, doc_id: str) -> list[dict]:
         return [asdict(c) for c in self.store.conversations.for_document(doc_id)]
+
+    def conversation(self, conversation_id: int) -> dict | None:
+        """The stored conversation (id, document_id, pot_id, title, created_at), None when there is none."""
+        try:
+            return asdict(self.store.conversations.get(conversation_id))
+        except NotStored:
+            return None
 
     def messages(self, conversation_id: int) -> list[dict]:
         return [asdict(m) for m in self.store.conversations.messages(conversation_id)]

@@ -19,14 +19,14 @@ from sqlite_utils import Database
 
 from .checkpoints import Checkpoints
 from .conversations import Conversations
-from .db import close_database, open_database
+from .db import close_database, open_database, write_transaction
 from .documents import Documents
-from .errors import DamagedFile, InUse, ReadOnlyHome
+from .errors import DamagedFile, InUse, NotStored, ReadOnlyHome
 from .liveness import is_running, this_process
 from .pots import Pots, ReadInProgress
 from .records import CheckpointRecord, DocumentRecord, PotRecord
 from .tensors import checked_bytes, read_tensor_file, write_tensor_file
-from .uses import DocumentUses
+from .uses import DocumentHold, DocumentUses
 
 DATABASE_NAME = "infinipot.db"
 
@@ -94,16 +94,21 @@ class Store:
 
     @contextmanager
     def in_use(self, document_id: str, what: str) -> Iterator[None]:
-        """Mark the document in use by this process for the block (nothing to mark in a read-only folder, where
-        no delete can happen)."""
-        if self.read_only:
-            yield
-            return
-        use_id = self.uses.begin(document_id, what)
+        """Mark the document in use by this process for the block; NotStored when it is not stored."""
+        hold = self.hold(document_id, what)
         try:
             yield
         finally:
-            self.uses.end(use_id)
+            hold.release()
+
+    def hold(self, document_id: str, what: str) -> DocumentHold:
+        """Mark the document in use by this process until the hold is released; NotStored when it is not stored
+        (a read-only folder marks nothing: no delete can happen there, but the document must still be there)."""
+        if self.read_only:
+            if self.documents.get(document_id) is None:
+                raise NotStored(f"no document {document_id}")
+            return DocumentHold(None, document_id, what)
+        return DocumentHold(self.uses, document_id, what)
 
     def close(self) -> None:
         if self._db is not None:
@@ -234,22 +239,23 @@ class Store:
         answers from it or follows it, ReadOnlyHome when the data folder cannot be written.
         """
         self.require_writable(f"deleting {document.name}")
-        for use in self.uses.live(document.id):
-            raise InUse(
-                f"{document.name} is in use by process {use.pid} ({use.what}); delete it when that has finished"
-            )
-        pots = self.pots.for_document(document.id)
-        for pot in pots:
-            if (
-                pot.status == "reading"
-                and pot.reader_pid != this_process()[0]
-                and is_running(pot.reader_pid, pot.reader_started)
-            ):
-                raise ReadInProgress(
-                    f"{document.name} is being read by process {pot.reader_pid}; stop it before deleting"
+        with write_transaction(self.db):  # the looks and the delete at once: no use can begin in between
+            for use in self.uses.live(document.id):
+                raise InUse(
+                    f"{document.name} is in use by process {use.pid} ({use.what}); delete it when that has finished"
                 )
-        freed = self.document_disk_bytes(document)
-        self.documents.delete(document.id)
+            pots = self.pots.for_document(document.id)
+            for pot in pots:
+                if (
+                    pot.status == "reading"
+                    and pot.reader_pid != this_process()[0]
+                    and is_running(pot.reader_pid, pot.reader_started)
+                ):
+                    raise ReadInProgress(
+                        f"{document.name} is being read by process {pot.reader_pid}; stop it before deleting"
+                    )
+            freed = self.document_disk_bytes(document)
+            self.documents.delete(document.id)
         for pot in pots:
             shutil.rmtree(self.pot_folder(pot.id), ignore_errors=True)
         if document.location_map:

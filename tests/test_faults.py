@@ -17,7 +17,7 @@ import pytest
 from helpers import make_workspace, tiny_settings, wait_until
 from tiny_models import write_notes
 
-from infinipot.app.service import DocumentService
+from infinipot.app.service import DocumentNotFound, DocumentService
 from infinipot.app.web.follow_dirs import FollowDirs
 from infinipot.app.web.settings import ReadSettings
 from infinipot.core.config import PotConfig
@@ -68,13 +68,16 @@ def read_notes(tmp_path, tiny_model_dir, home, lines=30):
 def test_a_delete_from_another_process_refuses_while_an_answer_streams(tmp_path, tiny_model_dir, infinipot_home):
     service, doc_id = read_notes(tmp_path, tiny_model_dir, infinipot_home)
     pieces, stats, _ = service.ask(doc_id, "What does the fox do?", answer_from="pot", max_new_tokens=24)
-    first = next(pieces)  # the answer is being written: the document is in use from here until it is recorded
-
-    code, _, err = cli(infinipot_home, "delete", doc_id)
-    assert code == 2
-    line = one_error_line(err)
-    assert f"in use by process {os.getpid()} (answering a question)" in line, line
-    assert service.store.documents.get(doc_id) is not None  # nothing was deleted
+    # The document is in use from the moment the answer is asked for (a queued question has no piece yet)
+    # until it is recorded.
+    for attempt in ("before the first piece", "while it streams"):
+        code, _, err = cli(infinipot_home, "delete", doc_id)
+        assert code == 2
+        line = one_error_line(err)
+        assert f"in use by process {os.getpid()} (answering a question)" in line, line
+        assert service.store.documents.get(doc_id) is not None  # nothing was deleted
+        if attempt == "before the first piece":
+            first = next(pieces)
 
     rest = "".join(pieces)
     assert stats.conversation_id is not None and not stats.warnings  # the answer finished and was recorded
@@ -87,16 +90,27 @@ def test_a_delete_from_another_process_refuses_while_an_answer_streams(tmp_path,
     assert_database_intact(infinipot_home)
 
 
-def test_an_answer_whose_document_was_deleted_before_it_began_finishes_and_says_so(
+def test_a_question_asked_after_its_document_was_deleted_says_so_and_an_accepted_one_holds_it(
     tmp_path, tiny_model_dir, infinipot_home
 ):
     service, doc_id = read_notes(tmp_path, tiny_model_dir, infinipot_home)
+    other = DocumentService(home=infinipot_home, device="cpu")  # another front end
     pieces, stats, _ = service.ask(doc_id, "What does the fox do?", answer_from="pot", max_new_tokens=12)
-    DocumentService(home=infinipot_home, device="cpu").delete(doc_id)  # another front end, before the first piece
+    with pytest.raises(InUse, match=r"notes\.txt is in use by process \d+ \(answering a question\)"):
+        other.delete(doc_id)  # accepted, not started: it holds the document already
+    assert "".join(pieces) and stats.conversation_id is not None and not stats.warnings
+    assert service.store.db.execute("SELECT count(*) FROM document_uses").fetchone()[0] == 0
 
-    assert "".join(pieces)  # no FOREIGN KEY failure: the answer is given
-    assert stats.conversation_id is None
-    assert stats.warnings == ["notes.txt was deleted while this answer was written, so it is not saved"]
+    dropped, _, _ = service.ask(doc_id, "And the dog?", answer_from="pot", max_new_tokens=12)
+    del dropped  # a reader that went away before the first piece: the hold goes with the stream
+    closed, _, _ = service.ask(doc_id, "And the dog?", answer_from="pot", max_new_tokens=12)
+    next(closed)
+    closed.close()  # Stop
+    assert service.store.db.execute("SELECT count(*) FROM document_uses").fetchone()[0] == 0
+
+    other.delete(doc_id)
+    with pytest.raises(DocumentNotFound, match=r"^notes\.txt was deleted$"):
+        service.ask(doc_id, "What does the fox do?", answer_from="pot", max_new_tokens=12)  # its pot was loaded
     assert Store(infinipot_home).documents.get(doc_id) is None
     assert_database_intact(infinipot_home)
 

@@ -81,6 +81,11 @@ class Workspace:
         self.reads = reads
         self.max_upload_bytes = max_upload_bytes
         self.follow_dirs = follow_dirs or FollowDirs()
+        # Names of the documents this app has listed, and of those it deleted, so a question queued before a
+        # delete (by this app or another process) is told "GPL-3 was deleted", not "no such document" or that
+        # it failed (a listing that ran while the delete committed).
+        self._names: dict[str, str] = {}
+        self._deleted: set[str] = set()
         self.questions = QuestionDesk(service, reads, self.library, self.ready)  # re-read, ask across documents
         # growing logs followed by path; a followed document is in use until following stops
         self.follower = LogFollower(service.read, mark_in_use=lambda doc_id: service.in_use(doc_id, FOLLOWING_USE))
@@ -123,7 +128,9 @@ class Workspace:
         stored = {doc["doc_id"]: doc for doc in self.service.documents()}
         jobs = {job["doc_id"]: job for job in self.reads.snapshots()}
         order = list(stored) + [doc_id for doc_id in jobs if doc_id not in stored]
-        return [self._row(doc_id, stored.get(doc_id), jobs.get(doc_id)) for doc_id in order]
+        rows = [self._row(doc_id, stored.get(doc_id), jobs.get(doc_id)) for doc_id in order]
+        self._names.update((row["doc_id"], row["name"]) for row in rows)
+        return rows
 
     def _row(self, doc_id: str, doc: dict | None, job: dict | None) -> dict:
         pot = _latest_pot(doc)
@@ -205,6 +212,7 @@ class Workspace:
                     dtype=dtype,
                 )
                 self.reads.submit(request)
+                self._deleted.discard(request.doc_id)
                 results.append({"name": name, "doc_id": request.doc_id, "ok": True, "message": "queued"})
             except USER_ERRORS as exc:
                 results.append({"name": name, "doc_id": None, "ok": False, "message": one_line(exc)})
@@ -276,7 +284,12 @@ class Workspace:
         if not stored:
             self.service.discard_files(doc_id)
             return f"removed {job.request.name}"
-        result = self.service.delete(doc_id)
+        self._deleted.add(doc_id)  # before the delete commits: a listing meanwhile may see half of it
+        try:
+            result = self.service.delete(doc_id)
+        except BaseException:
+            self._deleted.discard(doc_id)
+            raise
         return f"deleted {result['name']}: {_mb(result['freed_bytes'])} freed"
 
     def progress(self, doc_id: str | None) -> dict | None:
@@ -315,6 +328,8 @@ class Workspace:
         """The document's library row; ValueError when none is chosen or it is not there."""
         doc_id = _need(doc_id)
         row = next((row for row in self.library() if row["doc_id"] == doc_id), None)
+        if row is None and doc_id in self._names:
+            raise ValueError(f"{self._names[doc_id]} was deleted")
         if row is None:
             raise ValueError("no such document; upload it first")
         return row
@@ -322,6 +337,8 @@ class Workspace:
     def _ready_row(self, doc_id: str | None) -> dict:
         """The library row of a document that can answer now; ValueError saying why not otherwise."""
         row = self._library_row(doc_id)
+        if not row["ready"] and row["state"] == FAILED and doc_id in self._deleted:
+            raise ValueError(f"{row['name']} was deleted")  # and is being stored again, not read yet
         if not row["ready"]:
             raise ValueError(f"{row['name']} is not ready ({row['status']}); ask when it is read")
         return row
@@ -339,6 +356,21 @@ class Workspace:
 
     def conversations(self, doc_id: str) -> list[dict]:
         return self.service.conversations(doc_id) if doc_id else []
+
+    def conversation_stamp(self, conversation_id: int | None) -> str | None:
+        """What tells this conversation from any other that might ever carry its id: when it was started."""
+        conversation = self.service.conversation(conversation_id) if conversation_id is not None else None
+        return conversation["created_at"] if conversation else None
+
+    def continued_conversation(self, doc_id: str, conversation_id: int, stamp: str | None) -> int | None:
+        """`conversation_id` while it is still the conversation a session holds (stored, about `doc_id`, and
+        started at `stamp` when one is given); None when that conversation is gone."""
+        conversation = self.service.conversation(conversation_id)
+        if conversation is None or conversation["document_id"] != doc_id:
+            return None
+        if stamp is not None and conversation["created_at"] != stamp:
+            return None
+        return conversation_id
 
     def messages(self, conversation_id: int | None) -> list[dict]:
         """The conversation's messages: role, content, and for answers the citations and the answer mode."""

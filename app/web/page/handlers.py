@@ -184,7 +184,7 @@ class Handlers:
             return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), "", ""
         conversations = self.ws.conversations(doc_id)
         latest = conversations[-1]["id"] if conversations else None
-        chat = {"doc_id": doc_id, "conversation_id": latest}
+        chat = self._chat_state(doc_id, latest)
         history = gr.update(choices=_conversation_choices(conversations), value=latest)
         progress = render.progress_html(self.ws.progress(doc_id))
         return _chat(self.ws.messages(latest)), chat, history, progress, ""
@@ -225,9 +225,9 @@ class Handlers:
     def ask(self, doc_id, question, chat, *answer):
         """Stream the answer into this session's conversation (a new one unless one is open for this document),
         with the Settings tab's answer choices (`answer`: values in ANSWER_NAMES order)."""
-        chat = chat or {}
-        conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
+        conversation_id = self._continued(chat, doc_id)
         pieces, stats = self.ws.ask(doc_id, question, answers_from_values(answer), conversation_id)
+        chat = self._chat_state(doc_id, conversation_id)
         history = _chat(self.ws.messages(conversation_id))
         history += [{"role": "user", "content": question.strip()}, {"role": "assistant", "content": ""}]
         streaming = {**chat, "streaming": True}  # Stop marks the answer only while one is being written
@@ -237,9 +237,29 @@ class Handlers:
             yield history, "", streaming, gr.skip()
         answer = history[-1]["content"].strip() or "(the model gave an empty answer)"
         history[-1] = sources.chat_message("assistant", answer, stats.citations, answerable=stats.answerable)
-        chat = {"doc_id": doc_id, "conversation_id": stats.conversation_id}
+        chat = self._chat_state(doc_id, stats.conversation_id)
         choices = _conversation_choices(self.ws.conversations(doc_id))
         yield history, "", chat, gr.update(choices=choices, value=stats.conversation_id)
+
+    def _continued(self, chat: dict | None, doc_id) -> int | None:
+        """The conversation this session adds to: the one it started or opened for this document, while it is
+        still that conversation (its document may have been deleted and uploaded again); None starts one."""
+        chat = chat or {}
+        if chat.get("doc_id") != doc_id or chat.get("conversation_id") is None:
+            return None
+        conversation_id = self.ws.continued_conversation(doc_id, chat["conversation_id"], chat.get("stamp"))
+        if conversation_id is None:
+            gr.Warning("The earlier conversation was deleted with its document; this starts a new one.")
+        return conversation_id
+
+    def _chat_state(self, doc_id, conversation_id: int | None) -> dict:
+        """The session's chat: the document and the conversation it adds to, with the conversation's stamp (so an
+        id given to someone else's conversation is never taken for this one)."""
+        return {
+            "doc_id": doc_id,
+            "conversation_id": conversation_id,
+            "stamp": self.ws.conversation_stamp(conversation_id),
+        }
 
     def mark_stopped(self, history, chat):
         """Stop was pressed: the answer being written ends with the stopped mark at once (as it is stored)."""
@@ -253,7 +273,7 @@ class Handlers:
 
     def open_conversation(self, conversation_id, doc_id):
         conversation_id = None if conversation_id in (None, "") else int(conversation_id)
-        return _chat(self.ws.messages(conversation_id)), {"doc_id": doc_id, "conversation_id": conversation_id}
+        return _chat(self.ws.messages(conversation_id)), self._chat_state(doc_id, conversation_id)
 
     @user_errors
     def open_source(self, event: gr.SelectData, doc_id):
@@ -272,15 +292,14 @@ class Handlers:
 
     @user_errors
     def _summary(self, doc_id, chat, answer: tuple, new: bool):
-        chat = chat or {}
-        conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
+        conversation_id = self._continued(chat, doc_id)
         updates = self.ws.summarize(doc_id, answers_from_values(answer), new)
         earlier = _chat(self.ws.messages(conversation_id)) + [{"role": "user", "content": SUMMARY_REQUEST}]
 
         def shown(text: str) -> list[dict]:  # a new list per update: the page gets each state of the stream
             return [*earlier, {"role": "assistant", "content": text}]
 
-        streaming = {"doc_id": doc_id, "conversation_id": conversation_id, "streaming": True}
+        streaming = {**self._chat_state(doc_id, conversation_id), "streaming": True}
         text = ""
         for kind, value in updates:
             if kind == "piece":
@@ -291,7 +310,7 @@ class Handlers:
             else:  # done
                 summary = text.strip() or "(the model gave an empty summary)"
                 kept = self.ws.record_summary(doc_id, summary, conversation_id, value)
-                chat = {"doc_id": doc_id, "conversation_id": kept if kept is not None else conversation_id}
+                chat = self._chat_state(doc_id, kept if kept is not None else conversation_id)
                 choices = _conversation_choices(self.ws.conversations(doc_id))
                 yield value, shown(summary), chat, gr.update(choices=choices, value=chat["conversation_id"])
 

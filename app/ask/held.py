@@ -1,0 +1,40 @@
+"""An answer's stream that holds its document in use from the moment the answer is asked for.
+
+Holding from the first piece left a gap: a delete could land between a question being accepted and its first
+piece (for a queued question, minutes), and the answer then streamed for a document that no longer existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from infinipot.storage.uses import DocumentHold
+
+
+class HeldStream(Iterator[str]):
+    """The pieces, with the hold released when they end, fail, are closed (Stop) or are dropped unread."""
+
+    def __init__(self, pieces: Iterator[str], hold: DocumentHold) -> None:
+        self._pieces = pieces
+        self._hold = hold
+
+    def __iter__(self) -> HeldStream:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._pieces)
+        except BaseException:
+            self._hold.release()
+            raise
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._pieces, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._hold.release()
+
+    def __del__(self) -> None:
+        self.close()
