@@ -21,6 +21,7 @@ from infinipot.app.ask.held import HeldStream
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pots import open_general_pot, open_pot_read_with
 from infinipot.app.ask.stats import AskStats
+from infinipot.app.heap import return_freed_memory
 from infinipot.app.library import documents
 from infinipot.app.library.documents import DocumentNotFound
 from infinipot.app.library.general_pot import question_config
@@ -43,6 +44,9 @@ from infinipot.storage.errors import NotStored
 from infinipot.storage.uses import DocumentHold
 
 # Loaded pots kept in memory: a follow-up question or the kept-token view does not load the pot again.
+# Stored pots kept loaded between answers (least recently used goes first). One pot of the default model is
+# ~190 MB in float32 (|M|=4096); loading one again from disk takes ~0.3 s. Two let questions alternate between
+# two documents without reloading (benchmarks/soak.py); `infinipot ui --loaded-pots` changes it.
 LOADED_POTS_KEPT = 2
 
 __all__ = ["AnswerSettings", "AskStats", "DocumentNotFound", "DocumentService", "ReadReport", "StoredPot"]
@@ -55,8 +59,13 @@ class DocumentService:
         device: str = "auto",
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
         dtype: str = "auto",
+        loaded_pots: int = LOADED_POTS_KEPT,
     ) -> None:
-        """`dtype`: what models run in unless a call names one (core.precision: auto, float32, bfloat16)."""
+        """`dtype`: what models run in unless a call names one (core.precision: auto, float32, bfloat16).
+        `loaded_pots`: how many stored pots stay loaded between answers (memory against reloading)."""
+        if loaded_pots < 1:
+            raise ValueError(f"at least one pot must stay loaded to answer from it, got {loaded_pots}")
+        self.loaded_pots = loaded_pots
         self.library = Library(home, device, dtype)
         self.home = self.library.home
         self.store = self.library.store
@@ -83,7 +92,10 @@ class DocumentService:
 
         `checkpoint_seconds`: seconds of reading between resume points for this read (None: the service's).
         `dtype`: what the model runs in for this read (None: the service's)."""
-        report = self.reader.read(path, config, model_name, on_progress, follow, checkpoint_seconds, dtype)
+        try:
+            report = self.reader.read(path, config, model_name, on_progress, follow, checkpoint_seconds, dtype)
+        finally:
+            return_freed_memory()
         self.forget_pot(report.doc_id)
         return report
 
@@ -182,7 +194,7 @@ class DocumentService:
         stored, reused = open_general_pot(self.library, self.reader, doc)
         with self._pots_lock:
             self._pots[stored.doc_id] = stored
-            while len(self._pots) > LOADED_POTS_KEPT:
+            while len(self._pots) > self.loaded_pots:
                 self._pots.popitem(last=False)
         return stored, reused
 
@@ -239,7 +251,7 @@ class DocumentService:
             answer = cited_answer(self.library, pieces, stats, stored, question)
         else:
             answer = recorded_answer(self.library, pieces, stats, stored, question, conversation_id)
-        return HeldStream(answer, hold), stats, reused
+        return HeldStream(answer, hold, after=return_freed_memory), stats, reused
 
     def _hold(self, stored: StoredPot) -> DocumentHold:
         """Mark the document in use from now until the answer is recorded or dropped, so a delete from any
@@ -362,7 +374,8 @@ class DocumentService:
         if kept is not None:
             stats.reused_summary = True
             return iter([kept]), stats
-        return summary.summary_pieces(self.library, stored, decoding, stats, config, on_part), stats
+        pieces = summary.summary_pieces(self.library, stored, decoding, stats, config, on_part)
+        return _then_freed(pieces), stats
 
     def record_summary(self, doc_id: str, request: str, summary: str, conversation_id: int | None, meta: dict) -> int:
         """Store a summary in a conversation of the document (a new one when None), after the `request` that asked
@@ -433,3 +446,11 @@ class DocumentService:
         decoding = decoding_with_length(decoding, max_new_tokens)
         opened = [self.open_pot(doc) for doc in docs]
         return across.ask_across(self.library, opened, self.merged_pots, question, decoding)
+
+
+def _then_freed(pieces: Iterator[str]) -> Iterator[str]:
+    """The pieces, then the memory they needed given back (app/heap.py), however the stream ends."""
+    try:
+        yield from pieces
+    finally:
+        return_freed_memory()

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from infinipot.app.cli import build_parser, main
+from infinipot.app.service import LOADED_POTS_KEPT
 from infinipot.app.web.page.launch import check_exposure, is_loopback, parse_auth
 
 
@@ -16,9 +17,9 @@ def test_ui_has_help_with_its_options(capsys):
         build_parser().parse_args(["ui", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert all(option in out for option in ("--host", "--port", "--auth", "--max-upload-mb"))
+    assert all(option in out for option in ("--host", "--port", "--auth", "--max-upload-mb", "--loaded-pots"))
     args = build_parser().parse_args(["ui"])
-    assert (args.host, args.port, args.auth) == ("127.0.0.1", 7860, None)
+    assert (args.host, args.port, args.auth, args.loaded_pots) == ("127.0.0.1", 7860, None, LOADED_POTS_KEPT)
 
 
 @pytest.mark.parametrize(
@@ -27,6 +28,7 @@ def test_ui_has_help_with_its_options(capsys):
         (["ui", "--host", "0.0.0.0"], "--host 0.0.0.0 lets other machines reach the app; add --auth USER:PASSWORD"),
         (["ui", "--host", "192.168.1.5", "--auth", "admin"], "--auth must be USER:PASSWORD, both non-empty"),
         (["ui", "--max-upload-mb", "0"], "--max-upload-mb must be at least 1, got 0"),
+        (["ui", "--loaded-pots", "0"], "--loaded-pots must be at least 1, got 0"),
     ],
 )
 def test_unsafe_or_invalid_ui_options_are_one_line_errors(capsys, argv, fragment, monkeypatch):

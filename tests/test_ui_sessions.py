@@ -25,9 +25,9 @@ def model_dir(tmp_path_factory):
 
 def upload_and_wait(client, path, model_dir) -> str:
     settings = tiny_settings(model_dir)
-    doc_id = client.predict(
-        [handle_file(str(path))], *[settings[name] for name in SETTING_NAMES], api_name="/upload"
-    )[2]["value"]
+    doc_id = client.predict([handle_file(str(path))], *[settings[name] for name in SETTING_NAMES], api_name="/upload")[
+        2
+    ]["value"]
 
     def ready():
         table = client.predict(doc_id, api_name="/library")[0]

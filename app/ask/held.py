@@ -6,17 +6,19 @@ piece (for a queued question, minutes), and the answer then streamed for a docum
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from infinipot.storage.uses import DocumentHold
 
 
 class HeldStream(Iterator[str]):
-    """The pieces, with the hold released when they end, fail, are closed (Stop) or are dropped unread."""
+    """The pieces, with the hold released when they end, fail, are closed (Stop) or are dropped unread; `after`
+    runs once then (the app gives the answer's freed memory back)."""
 
-    def __init__(self, pieces: Iterator[str], hold: DocumentHold) -> None:
+    def __init__(self, pieces: Iterator[str], hold: DocumentHold, after: Callable[[], object] | None = None) -> None:
         self._pieces = pieces
         self._hold = hold
+        self._after = after
 
     def __iter__(self) -> HeldStream:
         return self
@@ -25,7 +27,7 @@ class HeldStream(Iterator[str]):
         try:
             return next(self._pieces)
         except BaseException:
-            self._hold.release()
+            self._end()
             raise
 
     def close(self) -> None:
@@ -34,7 +36,15 @@ class HeldStream(Iterator[str]):
             if close is not None:
                 close()
         finally:
-            self._hold.release()
+            self._end()
+
+    def _end(self) -> None:
+        hold, self._hold = self._hold, None
+        if hold is None:
+            return
+        hold.release()
+        if self._after is not None:
+            self._after()
 
     def __del__(self) -> None:
         self.close()

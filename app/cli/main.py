@@ -110,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--auth", default=None, metavar="USER:PASSWORD", help="required for a --host other than loopback")
     ui.add_argument("--max-upload-mb", type=int, default=1024, help="largest file accepted by upload (default 1024)")
     ui.add_argument(
+        "--loaded-pots",
+        type=int,
+        default=2,
+        metavar="N",
+        help="stored pots kept in memory between answers (default 2, ~190 MB each for the default model in float32)",
+    )
+    ui.add_argument(
         "--follow-dir",
         action="append",
         metavar="FOLDER",
@@ -241,6 +248,8 @@ def _serve_ui(args: argparse.Namespace) -> int:
     check_exposure(args.host, auth)  # before anything is loaded
     if args.max_upload_mb < 1:
         raise ValueError(f"--max-upload-mb must be at least 1, got {args.max_upload_mb}")
+    if args.loaded_pots < 1:
+        raise ValueError(f"--loaded-pots must be at least 1, got {args.loaded_pots}")
     from infinipot.storage.paths import data_home
     from infinipot.storage.store import folder_is_writable
 
@@ -253,7 +262,11 @@ def _serve_ui(args: argparse.Namespace) -> int:
 
     follow_dirs = FollowDirs.for_server(args.follow_dir, is_loopback(args.host))
     workspace = open_workspace(
-        device=args.device, max_upload_bytes=args.max_upload_mb * 2**20, follow_dirs=follow_dirs, dtype=args.dtype
+        device=args.device,
+        max_upload_bytes=args.max_upload_mb * 2**20,
+        follow_dirs=follow_dirs,
+        dtype=args.dtype,
+        loaded_pots=args.loaded_pots,
     )
     workspace.warm_up_in_background()
     print(f"infinipot: the app runs on http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr)

@@ -21,7 +21,7 @@ from infinipot.app.ask.modes import ANSWER_MODES
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.library.general_pot import latest_general_entry
 from infinipot.app.read.follow import LogFollower
-from infinipot.app.service import DocumentService
+from infinipot.app.service import LOADED_POTS_KEPT, DocumentService
 from infinipot.app.web import kept_view
 from infinipot.app.web.follow_dirs import FollowDirs
 from infinipot.app.web.jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
@@ -59,11 +59,12 @@ def open_workspace(
     max_upload_bytes: int = 1 << 30,
     follow_dirs: FollowDirs | None = None,
     dtype: str = "auto",
+    loaded_pots: int = LOADED_POTS_KEPT,
 ) -> Workspace:
     """The app's objects wired together: the service and the read queue (its worker starts with the first read).
 
     `dtype`: what models run in unless the page's Settings choose another for a read (core.precision)."""
-    service = DocumentService(home, device=device, dtype=dtype)
+    service = DocumentService(home, device=device, dtype=dtype, loaded_pots=loaded_pots)
     return Workspace(service, ReadQueue(service), max_upload_bytes, follow_dirs)
 
 
