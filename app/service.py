@@ -198,6 +198,11 @@ class DocumentService:
                 self._pots.popitem(last=False)
         return stored, reused
 
+    def loaded_documents(self) -> list[str]:
+        """The doc_ids whose pots are loaded now, least recently used first."""
+        with self._pots_lock:
+            return list(self._pots)
+
     def forget_pot(self, doc_id: str) -> None:
         """Drop a loaded pot (its document was read again, grew or was deleted)."""
         with self._pots_lock:
