@@ -10,15 +10,13 @@ import textwrap
 import pytest
 
 from infinipot.app.ask.held import HeldStream
-from infinipot.app.heap import return_freed_memory
 
 # Many blocks below glibc's mmap threshold, all freed but the last (which pins the top of the heap, so free()
 # alone cannot shrink it): the freed memory stays resident until it is trimmed.
 FRAGMENTED = textwrap.dedent(
     """
     import ctypes, ctypes.util, threading
-    from infinipot.app.heap import return_freed_memory
-
+    
     libc = ctypes.CDLL(ctypes.util.find_library("c"))
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = [ctypes.c_size_t]

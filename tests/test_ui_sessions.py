@@ -78,7 +78,7 @@ def test_a_session_holding_a_reused_id_does_not_write_into_it(tmp_path, infinipo
     notes = write_notes_file(tmp_path / "notes.txt", lines=10)
     workspace = make_workspace(infinipot_home)
     with running_app(workspace) as url:
-        x, z = Client(url, verbose=False), Client(url, verbose=False)
+        x = Client(url, verbose=False)
         doc_id = upload_and_wait(x, notes, model_dir)
         asked(x, doc_id, "X: what does the fox do?")
         (conversation,) = workspace.conversations(doc_id)
