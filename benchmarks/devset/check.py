@@ -1,7 +1,8 @@
-"""Checks questions.jsonl, followups.jsonl and unanswerable.jsonl against the documents as the project extracts them.
+"""Checks the devset's question files (questions, followups, unanswerable, paraphrases) against the documents.
 
     python -m benchmarks.devset.check [DOCS_DIR] [--questions benchmarks/devset/questions.jsonl]
         [--followups benchmarks/devset/followups.jsonl] [--unanswerable benchmarks/devset/unanswerable.jsonl]
+        [--paraphrases benchmarks/devset/paraphrases.jsonl]
 
 For every question: the fields are there, the document is known, the evidence quote occurs in the text that
 infinipot.ingest extracts (whitespace runs compared as one space), one occurrence sits on the recorded page
@@ -13,6 +14,12 @@ wording must not already hold an answer; every document needs at least 4 pairs. 
 needs its fields, a known document and kind ("absent" or "near-miss"), a unique id; every document needs at
 least 6, of both kinds. Its optional "in_text" terms must occur in the extracted text and its "not_in_text"
 terms must not (whole words, case and punctuation ignored, as score.is_correct compares).
+
+Every paraphrase question needs its fields and a unique id; its sentence must occur in the extracted text (on its
+page or line) and hold every accepted answer, and the question must share no content word with the sentence
+(content_words, fold: function words dropped, inflections folded) nor hold an answer. A "rewrites" id must name a
+questions.jsonl question of the same document that shares an accepted answer. The set needs at least 40
+questions, 20 of them rewrites and 20 new, and 8 a document.
 
 Exits 1 and lists the problems when any check fails.
 """
@@ -32,13 +39,19 @@ from .score import evidence_holds, is_correct, normalize
 QUESTIONS = Path(__file__).with_name("questions.jsonl")
 FOLLOWUPS = Path(__file__).with_name("followups.jsonl")
 UNANSWERABLE = Path(__file__).with_name("unanswerable.jsonl")
+PARAPHRASES = Path(__file__).with_name("paraphrases.jsonl")
 FIELDS = ("id", "document", "question", "answers", "evidence", "where")
 FOLLOWUP_FIELDS = ("id", "document", "first", "followup", "standalone", "answers", "evidence", "where")
 UNANSWERABLE_FIELDS = ("id", "document", "question", "kind", "why")
+PARAPHRASE_FIELDS = ("id", "document", "question", "answers", "sentence", "where")
 KINDS = ("absent", "near-miss")
 MIN_PER_DOCUMENT = 6
 MIN_FOLLOWUPS_PER_DOCUMENT = 4
 MIN_UNANSWERABLE_PER_DOCUMENT = 6
+MIN_PARAPHRASES = 40
+MIN_PARAPHRASE_REWRITES = 20
+MIN_PARAPHRASE_NEW = 20
+MIN_PARAPHRASES_PER_DOCUMENT = 8
 
 
 def _load_jsonl(path: Path) -> list[dict]:
@@ -55,6 +68,10 @@ def load_followups(path: Path = FOLLOWUPS) -> list[dict]:
 
 
 def load_unanswerable(path: Path = UNANSWERABLE) -> list[dict]:
+    return _load_jsonl(path)
+
+
+def load_paraphrases(path: Path = PARAPHRASES) -> list[dict]:
     return _load_jsonl(path)
 
 
@@ -243,12 +260,203 @@ def check_unanswerable(
     return problems, {key: dict(kinds) for key, kinds in counts.items()}
 
 
+# Paraphrase questions (paraphrases.jsonl): the question and its answering sentence share no content word.
+
+FUNCTION_WORDS = frozenset(
+    """
+    a about above across after again against all along also am among an and any anybody anyone anything are aren
+    around as at be because been before being below beside between both but by can cannot could couldn did didn do
+    does doesn doing don down during each either else every everybody everyone everything few for from further had
+    hadn has hasn have haven having he her here hers herself him himself his how however i if in into is isn it its
+    itself just least less many may me might more most much must mustn my myself neither no nobody none nor not
+    nothing now of off on once only onto or other others our ours ourselves out over own per same several shall shan
+    she should shouldn since so some somebody someone something such than that the their theirs them themselves then
+    there these they this those though through thus to too toward towards under until up upon us very via was wasn
+    we were weren what whatever when whenever where whether which while who whom whose why will with within without
+    won would wouldn yet you your yours yourself yourselves
+    """.split()
+)
+
+# Irregular forms and British spellings, folded to one base before the suffixes are stripped.
+_BASE_FORMS = {
+    "began": "begin", "begun": "begin", "bound": "bind", "brought": "bring", "built": "build", "came": "come",
+    "chose": "choose", "chosen": "choose", "drawn": "draw", "drew": "draw", "fell": "fall", "felt": "feel",
+    "found": "find", "gave": "give", "given": "give", "gone": "go", "got": "get", "gotten": "get", "held": "hold",
+    "kept": "keep", "knew": "know", "known": "know", "laid": "lay", "led": "lead", "left": "leave", "lost": "lose",
+    "made": "make", "met": "meet", "paid": "pay", "ran": "run", "said": "say", "saw": "see", "seen": "see",
+    "sent": "send", "sold": "sell", "spoke": "speak", "spoken": "speak", "stood": "stand", "struck": "strike",
+    "taken": "take", "thought": "think", "told": "tell", "took": "take", "went": "go", "wrote": "write",
+    "written": "write", "colour": "color", "colours": "color", "grey": "gray", "harbour": "harbor",
+    "harbours": "harbor", "licence": "license", "licences": "license", "metre": "meter", "metres": "meter",
+    "centre": "center", "centres": "center",
+}  # fmt: skip
+# Longest first; (suffix, shortest stem left); "ies"/"ied" become "y".
+_SUFFIXES = sorted(
+    [(suffix, 3) for suffix in ("ment", "ments", "ness", "ingly", "ity", "ities", "ive", "ively", "ful", "fully")]
+    + [(suffix, 3) for suffix in ("less", "able", "ably", "ible", "ibly", "ous", "ously", "ure", "ures", "ion")]
+    + [(suffix, 3) for suffix in ("ions", "al", "ally", "er", "ers", "or", "ors", "ly", "edly")]
+    + [(suffix, 2) for suffix in ("ing", "ings", "ed", "es", "s", "ies", "ied")],
+    key=lambda item: -len(item[0]),
+)
+_INFLECTIONS = frozenset(("ing", "ings", "ed", "es", "s", "ies", "ied"))
+_DERIVATIONS = frozenset(suffix for suffix, _ in _SUFFIXES) - _INFLECTIONS
+MIN_SHARED_PREFIX = 4  # folded words also match when the shorter (of at least this many letters) begins the longer
+
+
+def _strip_suffix(word: str, allowed: frozenset[str]) -> tuple[str, str | None]:
+    """The word less its longest allowed suffix that leaves a long enough stem, and that suffix (None: none)."""
+    for suffix, shortest in _SUFFIXES:
+        stem = word[: -len(suffix)]
+        if suffix not in allowed or not word.endswith(suffix) or len(stem) < shortest:
+            continue
+        if (suffix == "s" and stem[-1] in "siu") or (suffix == "ly" and stem[-1] == "p"):  # status; supply, apply
+            continue
+        return stem + ("y" if suffix in ("ies", "ied") else ""), suffix
+    return word, None
+
+
+def fold(word: str) -> str:
+    """A word's folded form: lower case, irregular forms and British spellings mapped to one base, one common
+    suffix stripped (after "-s", "-es", "-ed", "-ing" one more that is not one of those: "ordered" -> "order" ->
+    "ord"), a final "e" dropped, a doubled final consonant made single and a final "y" made "i". "fails",
+    "failed", "failing" and "failure" all fold to "fail". Words with digits are returned as they are (lower case)."""
+    word = word.lower()
+    if not word.isalpha():
+        return word
+    word = _BASE_FORMS.get(word, word)
+    word, stripped = _strip_suffix(word, _INFLECTIONS | _DERIVATIONS)
+    if stripped in ("ing", "ings", "ed", "es", "s"):
+        word, _ = _strip_suffix(word, _DERIVATIONS)
+    if len(word) >= 3 and word.endswith("e"):
+        word = word[:-1]
+    if len(word) >= 3 and word[-1] == word[-2] and word[-1] not in "aeioulsz":
+        word = word[:-1]
+    if len(word) >= 3 and word.endswith("y"):
+        word = word[:-1] + "i"
+    return word
+
+
+def content_words(text: str) -> dict[str, str]:
+    """{folded form: the word as written} for the content words of `text`: its words as score.normalize splits
+    them (every non-alphanumeric character a separator, so asn1_node is "asn1" and "node"), less function words
+    and one-letter words."""
+    words: dict[str, str] = {}
+    for word in normalize(text).split():
+        if word in FUNCTION_WORDS or (len(word) == 1 and word.isalpha()):
+            continue
+        words.setdefault(fold(word), word)
+    return words
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Two folded forms name the same word: equal, or (letters only) the shorter, of at least
+    MIN_SHARED_PREFIX letters, begins the longer ("measur" and "meas", "reconcili" and "reconcil")."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return short.isalpha() and long.isalpha() and len(short) >= MIN_SHARED_PREFIX and long.startswith(short)
+
+
+def shared_content_words(question: str, sentence: str) -> list[str]:
+    """The question's content words that the sentence also has (after folding), each as "word" when written
+    alike in both, or "question word/sentence word" ("failing/fails") when not. Empty when they share none."""
+    in_sentence = content_words(sentence)
+    shared = []
+    for folded, word in content_words(question).items():
+        for other_folded, other in in_sentence.items():
+            if _same_word(folded, other_folded):
+                shared.append(word if word == other else f"{word}/{other}")
+                break
+    return shared
+
+
+def check_paraphrases(
+    docs_dir: Path | None = DEFAULT_DIR,
+    path: Path = PARAPHRASES,
+    keys: set[str] | None = None,
+    questions_path: Path = QUESTIONS,
+) -> tuple[list[str], dict]:
+    """Problems in paraphrases.jsonl and the counts {key: {"rewrite": n, "new": n}}.
+
+    Always checked: fields, unique ids, answers, every accepted answer in the sentence (normalised as
+    score.normalize; inside a word counts, so "3.14.2" is in "v3.14.2"), no accepted answer in the question, no
+    content word shared by question and sentence (the words are listed), "rewrites" naming a questions.jsonl
+    question of the same document with a common accepted answer, and the counts. With docs_dir, also that the
+    sentence occurs in its document's extracted text (whitespace runs as one space) on its page or line, for the
+    documents in `keys` (all when None)."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    texts = _texts(docs_dir) if docs_dir is not None else None
+    originals = {q["id"]: q for q in load_questions(questions_path)}
+    counts: dict[str, Counter[str]] = {key: Counter() for key in DOCUMENTS}
+    for number, p in enumerate(load_paraphrases(path), start=1):
+        label = _check_header(number, p, PARAPHRASE_FIELDS, seen, problems)
+        if label is None:
+            continue
+        key = p["document"]
+        if not all(isinstance(p[f], str) and p[f].strip() for f in ("question", "sentence")):
+            problems.append(f"{label}: question and sentence must be non-empty strings")
+            continue
+        if not _answers_ok(label, p["answers"], problems):
+            continue
+        if not isinstance(p["where"], int) or isinstance(p["where"], bool):
+            problems.append(f"{label}: where must be a page or line number")
+            continue
+        sentence = normalize(p["sentence"])
+        for answer in p["answers"]:
+            if normalize(answer) not in sentence:
+                problems.append(f"{label}: accepted answer {answer!r} is not in the sentence")
+        if is_correct(p["question"], p["answers"]):
+            problems.append(f"{label}: the question already holds an accepted answer")
+        shared = shared_content_words(p["question"], p["sentence"])
+        if shared:
+            problems.append(f"{label}: the question shares content words with its sentence: {', '.join(shared)}")
+        rewrites = p.get("rewrites")
+        if rewrites is not None:
+            original = originals.get(rewrites) if isinstance(rewrites, str) else None
+            if original is None:
+                problems.append(f"{label}: rewrites {rewrites!r}, which is not a questions.jsonl id")
+            elif original["document"] != key:
+                problems.append(f"{label}: rewrites {rewrites}, a question about {original['document']}")
+            elif not {normalize(a) for a in p["answers"]} & {normalize(a) for a in original["answers"]}:
+                problems.append(f"{label}: shares no accepted answer with {rewrites}, which it rewrites")
+            elif normalize(p["question"]) == normalize(original["question"]):
+                problems.append(f"{label}: repeats the question of {rewrites}, which it rewrites")
+        counts[key]["rewrite" if rewrites is not None else "new"] += 1
+        if texts is None or (keys is not None and key not in keys):
+            continue
+        doc = texts(key)
+        hits = doc.find_all(p["sentence"])
+        if not hits:
+            problems.append(f"{label}: sentence not found in {DOCUMENTS[key].file}: {p['sentence']!r}")
+            continue
+        places = sorted({doc.where(hit) for hit in hits})
+        if p["where"] not in places:
+            unit = doc.page_or_line_label()
+            problems.append(f"{label}: the sentence is on {unit} {places}, not {unit} {p['where']}")
+    for key, kinds in counts.items():
+        if sum(kinds.values()) < MIN_PARAPHRASES_PER_DOCUMENT:
+            problems.append(
+                f"{key}: {sum(kinds.values())} paraphrase questions, want at least {MIN_PARAPHRASES_PER_DOCUMENT}"
+            )
+    total = sum(sum(kinds.values()) for kinds in counts.values())
+    rewrites_total = sum(kinds["rewrite"] for kinds in counts.values())
+    if total < MIN_PARAPHRASES:
+        problems.append(f"paraphrases: {total} questions, want at least {MIN_PARAPHRASES}")
+    if rewrites_total < MIN_PARAPHRASE_REWRITES:
+        problems.append(f"paraphrases: {rewrites_total} rewrites, want at least {MIN_PARAPHRASE_REWRITES}")
+    if total - rewrites_total < MIN_PARAPHRASE_NEW:
+        problems.append(f"paraphrases: {total - rewrites_total} new questions, want at least {MIN_PARAPHRASE_NEW}")
+    return problems, {key: dict(kinds) for key, kinds in counts.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("docs", type=Path, nargs="?", default=DEFAULT_DIR, help=f"documents folder ({DEFAULT_DIR})")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--followups", type=Path, default=FOLLOWUPS)
     parser.add_argument("--unanswerable", type=Path, default=UNANSWERABLE)
+    parser.add_argument("--paraphrases", type=Path, default=PARAPHRASES)
     args = parser.parse_args()
     absent = [doc.file for doc in DOCUMENTS.values() if not (args.docs / doc.file).is_file()]
     if absent:
@@ -270,7 +478,13 @@ def main() -> None:
         f"unanswerable: {sum(sum(k.values()) for k in kinds.values())} questions "
         f"(absent+near-miss: {per_doc}), {len(unans_problems)} problems"
     )
-    problems += follow_problems + unans_problems
+    para_problems, para_counts = check_paraphrases(args.docs, args.paraphrases)
+    per_doc = ", ".join(f"{key} {k.get('rewrite', 0)}+{k.get('new', 0)}" for key, k in para_counts.items())
+    print(
+        f"paraphrases: {sum(sum(k.values()) for k in para_counts.values())} questions "
+        f"(rewrites+new: {per_doc}), {len(para_problems)} problems"
+    )
+    problems += follow_problems + unans_problems + para_problems
     if problems:
         print("\n".join(problems), file=sys.stderr)
         sys.exit(1)
