@@ -29,10 +29,10 @@ run: setup
 	$(BIN)/infinipot ui --host 127.0.0.1 --port $(PORT)
 
 test: setup
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests benchmarks/devset
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q -m "not slow" tests benchmarks/devset
 
 lint: setup
 	$(BIN)/ruff check .
