@@ -11,7 +11,8 @@ resident memory is sampled every few seconds. Nothing is submitted after `--minu
 
 Reported (report.json and report.md in --out): answered and failed questions, empty answers, latency percentiles
 from submit to done, of which waiting in the queue (submit until the app starts the answer) and the answer itself;
-RSS per minute, after the first 10 answers, at the end of each round and its peak; the checks: the same
+the app's RSS settled (idle for 5 s) after the first 10 answers and after each round, with the growth between,
+and sampled while answers run (per minute, peak); the checks: the same
 question about the same document gets the same answer, each answer's chat and stored conversation hold only that
 session's question, no conversation id given twice, `PRAGMA integrity_check`, errors in the app's log.
 
@@ -184,7 +185,10 @@ def ask(client, asked: Asked, doc_id: str) -> None:
     asked.conversation_id = conversation_of(conversations)
 
 
-def run_round(url: str, number: int, ids: dict[str, str], args, done: list, stop_at: float) -> list[Asked]:
+def run_round(
+    url: str, number: int, ids: dict[str, str], args, done: list, stop_at: float, questions: range
+) -> list[Asked]:
+    """Each session asks its questions numbered `questions` (of the round's --questions) one after another."""
     from gradio_client import Client
 
     names = list(ids)
@@ -193,12 +197,12 @@ def run_round(url: str, number: int, ids: dict[str, str], args, done: list, stop
 
     def session(k: int) -> None:
         client = Client(url, verbose=False)
-        for j in range(args.questions):
+        for j in questions:
             if time.time() > stop_at:
                 return
             name = names[(k + j) % len(names)]
-            questions = QUESTIONS.get(name, GENERIC_QUESTIONS)
-            asked = Asked(number, k, j, name, questions[(k + j) % len(questions)], time.time())
+            offered = QUESTIONS.get(name, GENERIC_QUESTIONS)
+            asked = Asked(number, k, j, name, offered[(k + j) % len(offered)], time.time())
             with lock:
                 asked_all.append(asked)
             ask(client, asked, ids[name])
@@ -272,10 +276,11 @@ def checks(asked: list[Asked], database: Path, log: Path, deleted: dict | None) 
         for k, a in enumerate(group)
         if a.chat_questions != [g.question for g in group[: k + 1]]
     ]
+    gone = deleted["document"] if deleted is not None else None  # its conversations went with it
     foreign_stored = [
         {"conversation_id": cid, "asked": [g.question for g in group], "stored": stored}
         for cid, group in conversations.items()
-        if (stored := stored_questions(database, cid)) != [g.question for g in group]
+        if group[0].document != gone and (stored := stored_questions(database, cid)) != [g.question for g in group]
     ]
     with sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True) as db:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
@@ -303,25 +308,29 @@ def checks(asked: list[Asked], database: Path, log: Path, deleted: dict | None) 
     return result
 
 
-def memory_summary(samples: list[dict], rounds: list[list[Asked]]) -> dict:
+def settled_rss(pid: int, wait: float = 5.0) -> float:
+    """The app's RSS (MiB) once it has been idle for `wait` seconds (every session is waiting for the next part)."""
+    time.sleep(wait)
+    return psutil.Process(pid).memory_info().rss / 2**20
+
+
+def memory_summary(samples: list[dict], rounds: list[list[Asked]], settled: list[dict]) -> dict:
+    """Settled RSS (no answer running) after the first answers and after each round: the growth; and the samples
+    taken while answers ran (an answer's own tensors included), per minute and their peak."""
     if not samples:
         return {}
-    first_round = len(rounds[0])
-    after_first = next((s["rss_mib"] for s in samples if s["answers"] >= FIRST_ANSWERS), samples[-1]["rss_mib"])
-    end_first = next((s["rss_mib"] for s in samples if s["answers"] >= first_round), samples[-1]["rss_mib"])
     per_minute = [s["rss_mib"] for s in samples if int(s["t"]) % 60 < 5 or s is samples[-1]]
     summary = {
         "before_mib": samples[0]["rss_mib"],
-        "after_first_answers_mib": after_first,
-        "end_of_round_1_mib": end_first,
-        "growth_in_round_1_percent": 100 * (end_first - after_first) / after_first,
-        "peak_mib": max(s["rss_mib"] for s in samples),
+        "settled_mib": settled,
+        "peak_while_answering_mib": max(s["rss_mib"] for s in samples),
         "per_minute_mib": [round(v) for v in per_minute],
     }
-    if len(rounds) > 1:
-        later = [s["rss_mib"] for s in samples if s["answers"] > first_round]
-        summary["peak_after_round_1_mib"] = max(later) if later else None
-        summary["end_mib"] = samples[-1]["rss_mib"]
+    if len(settled) >= 2:
+        first, end = settled[0]["rss_mib"], settled[1]["rss_mib"]
+        summary["growth_first_answers_to_end_of_round_1_percent"] = 100 * (end - first) / first
+    if len(settled) >= 3:
+        summary["growth_end_of_round_1_to_end_percent"] = 100 * (settled[-1]["rss_mib"] - end) / end
     return summary
 
 
@@ -369,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     stop_at = time.time() + args.minutes * 60
     rounds, results, deleted = [], [], None
     outcome: dict = {}  # what the delete during the first round saw
+    settled: list[dict] = []  # RSS with no answer running, between parts of the soak
     try:
         for number in range(1, args.rounds + 1):
             deleter = None
@@ -377,7 +387,14 @@ def main(argv: list[str] | None = None) -> int:
                     target=lambda: outcome.update(delete_during_burst(url, args.home, ids, done, args.delete_after))
                 )
                 deleter.start()
-            asked = run_round(url, number, ids, args, done, stop_at)
+            if number == 1:  # the first answers warm every cache; memory is measured from there
+                warm = min(args.questions, -(-FIRST_ANSWERS // args.clients))
+                asked = run_round(url, number, ids, args, done, stop_at, range(warm))
+                settled.append({"after": "first answers", "answers": len(done), "rss_mib": settled_rss(app.pid)})
+                asked += run_round(url, number, ids, args, done, stop_at, range(warm, args.questions))
+            else:
+                asked = run_round(url, number, ids, args, done, stop_at, range(args.questions))
+            settled.append({"after": f"round {number}", "answers": len(done), "rss_mib": settled_rss(app.pid)})
             if deleter is not None:
                 deleter.join(timeout=60)
                 deleted = outcome or None
@@ -406,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": len(rounds),
         "documents": list(ids),
         "results": results,
-        "memory": memory_summary(sampler.samples, rounds),
+        "memory": memory_summary(sampler.samples, rounds, settled),
         "rss_samples": sampler.samples,
         "delete": deleted,
         "asked": [asdict(a) for r in rounds for a in r],
