@@ -16,6 +16,7 @@ from infinipot.app.ask.held import HeldStream
 FRAGMENTED = textwrap.dedent(
     """
     import ctypes, ctypes.util, threading
+    from infinipot.app.heap import return_freed_memory
     
     libc = ctypes.CDLL(ctypes.util.find_library("c"))
     libc.malloc.restype = ctypes.c_void_p
