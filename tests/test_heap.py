@@ -88,4 +88,3 @@ def test_an_answers_stream_releases_its_document_and_memory_once_however_it_ends
             list(stream)
     del stream  # the stream's end of life ends nothing twice
     assert after == [1] and hold.released == 1
-
