@@ -45,8 +45,8 @@ from infinipot.storage.uses import DocumentHold
 
 # Loaded pots kept in memory: a follow-up question or the kept-token view does not load the pot again.
 # Stored pots kept loaded between answers (least recently used goes first). One pot of the default model is
-# ~190 MB in float32 (|M|=4096); loading one again from disk takes ~0.3 s. Two let questions alternate between
-# two documents without reloading (benchmarks/soak.py); `infinipot ui --loaded-pots` changes it.
+# 178 MiB in float32 (|M|=4096); loading one again took a median 1.9 s on a busy 2-core machine. Two let
+# questions alternate between two documents without reloading (benchmarks/soak.py); `ui --loaded-pots` sets it.
 LOADED_POTS_KEPT = 2
 
 __all__ = ["AnswerSettings", "AskStats", "DocumentNotFound", "DocumentService", "ReadReport", "StoredPot"]
