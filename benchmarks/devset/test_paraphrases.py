@@ -1,15 +1,11 @@
 """The paraphrase set and its rule: python -m pytest benchmarks/devset/test_paraphrases.py
 
 The story and the log are generated into a temp folder; the PDFs are checked where Debian installed them
-(apt-get install libtasn1-doc shared-mime-info) or where documents.py built them (bench-results/devset-docs),
-and skipped otherwise.
+(apt-get install libtasn1-doc shared-mime-info), and skipped otherwise (conftest.py, as for the other sets).
 """
 
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 from benchmarks.devset.check import (
     check_paraphrases,
@@ -19,32 +15,9 @@ from benchmarks.devset.check import (
     load_questions,
     shared_content_words,
 )
-from benchmarks.devset.documents import DEFAULT_DIR, DOCUMENTS
-from benchmarks.devset.make_log import write_log
-from benchmarks.devset.make_story import write_story
+from benchmarks.devset.documents import DOCUMENTS
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("devset-docs")
-    write_story(folder / DOCUMENTS["story"].file)
-    write_log(folder / DOCUMENTS["log"].file)
-    return folder
-
-
-@pytest.fixture
-def pdfs(tmp_path) -> Path:
-    pdf_docs = [doc for doc in DOCUMENTS.values() if doc.installed]
-    if all(Path(doc.installed).is_file() for doc in pdf_docs):
-        for doc in pdf_docs:
-            shutil.copyfile(doc.installed, tmp_path / doc.file)
-        return tmp_path
-    built = REPO / DEFAULT_DIR
-    if all((built / doc.file).is_file() for doc in pdf_docs):
-        return built
-    pytest.skip(f"neither installed nor built: {[doc.file for doc in pdf_docs]}")
 
 
 # The rule: a question shares no content word with its answering sentence.
@@ -106,8 +79,8 @@ def test_generated_documents_hold_their_paraphrase_sentences(docs):
     assert problems == []
 
 
-def test_pdf_paraphrase_sentences_are_in_the_manuals(pdfs):
-    problems, _ = check_paraphrases(pdfs, keys={"libtasn1", "mime-spec"})
+def test_pdf_paraphrase_sentences_are_in_the_manuals(installed_pdfs):
+    problems, _ = check_paraphrases(installed_pdfs, keys={"libtasn1", "mime-spec"})
     assert problems == []
 
 

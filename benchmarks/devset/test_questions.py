@@ -5,10 +5,7 @@ The story and the log are generated into a temp folder; the PDFs are checked whe
 """
 
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 from benchmarks.devset.check import (
     QUESTIONS,
@@ -20,16 +17,8 @@ from benchmarks.devset.check import (
     load_unanswerable,
 )
 from benchmarks.devset.documents import DOCUMENTS
-from benchmarks.devset.make_log import log_lines, write_log
-from benchmarks.devset.make_story import story_text, write_story
-
-
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("devset-docs")
-    write_story(folder / DOCUMENTS["story"].file)
-    write_log(folder / DOCUMENTS["log"].file)
-    return folder
+from benchmarks.devset.make_log import log_lines
+from benchmarks.devset.make_story import story_text
 
 
 def test_generators_are_deterministic_and_sized():
@@ -47,14 +36,8 @@ def test_generated_documents_match_their_questions(docs):
     assert len(coverage["story"]) >= 6 and len(coverage["log"]) >= 6
 
 
-def test_pdf_questions_match_the_installed_manuals(tmp_path):
-    missing = [d.installed for d in DOCUMENTS.values() if d.installed and not Path(d.installed).is_file()]
-    if missing:
-        pytest.skip(f"not installed: {missing}")
-    for doc in DOCUMENTS.values():
-        if doc.installed:
-            shutil.copyfile(doc.installed, tmp_path / doc.file)
-    problems, coverage = check(tmp_path, keys={"libtasn1", "mime-spec"})
+def test_pdf_questions_match_the_installed_manuals(installed_pdfs):
+    problems, coverage = check(installed_pdfs, keys={"libtasn1", "mime-spec"})
     assert problems == []
     assert len(coverage["libtasn1"]) >= 6 and len(coverage["mime-spec"]) >= 6
 
@@ -78,17 +61,6 @@ def test_question_set_shape():
 
 
 # Follow-up pairs and unanswerable questions (followups.jsonl, unanswerable.jsonl).
-
-
-@pytest.fixture
-def installed_pdfs(tmp_path) -> Path:
-    missing = [d.installed for d in DOCUMENTS.values() if d.installed and not Path(d.installed).is_file()]
-    if missing:
-        pytest.skip(f"not installed: {missing}")
-    for doc in DOCUMENTS.values():
-        if doc.installed:
-            shutil.copyfile(doc.installed, tmp_path / doc.file)
-    return tmp_path
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> Path:
