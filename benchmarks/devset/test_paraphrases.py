@@ -5,7 +5,6 @@ The story and the log are generated into a temp folder; the PDFs are checked whe
 """
 
 import json
-from pathlib import Path
 
 from benchmarks.devset.check import (
     check_paraphrases,
@@ -16,9 +15,6 @@ from benchmarks.devset.check import (
     shared_content_words,
 )
 from benchmarks.devset.documents import DOCUMENTS
-
-REPO = Path(__file__).resolve().parents[2]
-
 
 # The rule: a question shares no content word with its answering sentence.
 
