@@ -183,7 +183,8 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
             partial_answer, settle=2.5, timeout=120, what="the answer to stop growing", ignore=(Exception,)
         )
         assert len(stopped) < len(normalized("".join(full)))
-        assert "(stopped)" in visible_text(browser, "#ip-chat")
+        # The mark comes from Stop's own event, which a loaded machine may run later than the 2.5 s above.
+        wait_for(lambda: "(stopped)" in visible_text(browser, "#ip-chat"), "the stopped mark", 60)
         conversation = workspace.conversations(doc_id)[-1]["id"]
         messages = wait_until(
             lambda: (m := workspace.messages(conversation)) and len(m) == 4 and m, what="the stopped answer stored"
