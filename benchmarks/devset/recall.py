@@ -1,13 +1,15 @@
 """Evidence recall alone (no answers generated): which evidence ranking finds the passage that holds the answer.
 
     .venv/bin/python -m benchmarks.devset.recall --docs bench-results/devset-docs --home /tmp/ip-home-devset-modes \\
-        --rankings attention,words,both --budgets 512,768 [--max-spans 12] [--max-span-tokens 192]
+        --rankings attention,words,both --budgets 512,768 [--max-spans 12] [--max-span-tokens 192] \\
+        [--set questions|paraphrases]
 
 Each document is read once into the default pot (reused when the home has it); for each question the spans of
 `evidence` mode are chosen (app.ask.evidence.gather_evidence, as `ask` does) and decoded; recall is the share of
 questions where one span holds an accepted answer or the evidence quote (score.evidence_holds), as run_modes
-scores evidence mode. Retrieval is measured apart from reading: a span that holds the answer is the ceiling
-of what the model can then read out of it.
+scores evidence mode. `--set paraphrases` asks paraphrases.jsonl's questions instead (they share no content
+word with the sentence that answers them; the sentence counts as the evidence quote). Retrieval is measured
+apart from reading: a span that holds the answer is the ceiling of what the model can then read out of it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.devset.check import load_questions
+from benchmarks.devset.check import load_paraphrases, load_questions
 from benchmarks.devset.documents import document_path
 from benchmarks.devset.score import evidence_holds
 
@@ -30,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, required=True)
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--rankings", default="attention,words,both")
-    parser.add_argument("--budgets", default="768")
+    parser.add_argument("--budgets", default="1024")
+    parser.add_argument("--set", choices=("questions", "paraphrases"), default="questions")
     parser.add_argument("--max-spans", type=int, help="most spans read (EvidenceConfig's default when omitted)")
     parser.add_argument("--max-span-tokens", type=int, help="longest span (EvidenceConfig's default when omitted)")
     parser.add_argument("--out", type=Path, help="write per-question results here (JSON)")
@@ -55,14 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[tuple[str, int], list[float]] = {}
     rows = []
     by_document: dict[str, list[dict]] = {}
-    for question in load_questions():
+    for question in load_questions() if args.set == "questions" else load_paraphrases():
         by_document.setdefault(question["document"], []).append(question)
     for document, items in by_document.items():
         report = service.read(document_path(args.docs, document), PotConfig())
         stored = service.open_pot(report.doc_id)
         tokenizer = stored.engine.tokenizer
         for question in items:
-            targets = list(question["answers"]) + [question["evidence"]]
+            targets = list(question["answers"]) + [question.get("evidence") or question["sentence"]]
             for ranking in rankings:
                 for budget in budgets:
                     config = EvidenceConfig(budget_tokens=budget, ranking=ranking, **shape)
