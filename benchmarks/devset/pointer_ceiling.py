@@ -29,6 +29,7 @@ import json
 import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -80,25 +81,20 @@ def gold_rank(order: list[int], gold: set[int]) -> int:
     return min((rank for rank, bucket in enumerate(order) if bucket in gold), default=NOT_RANKED)
 
 
-def head_ranks(pot, attention: torch.Tensor, gold: set[int], until: int, config) -> torch.Tensor:
-    """(L, H_kv) rank of the gold bucket when one head's attention alone ranks the buckets (by their most attended
-    token, as the default bucket score does)."""
-    positions = (pot.origin.cpu() - pot.prefix_len).long()  # (L, H_kv, n)
+def head_ranks(pot, attention: torch.Tensor, gold: set[int], total: int, until: int, config) -> torch.Tensor:
+    """(L, H_kv) rank of the gold bucket when one head's attention alone ranks the buckets (core.evidence's
+    ranked_buckets, every layer counted, the other heads' attention zeroed)."""
+    from infinipot.core.evidence import ranked_buckets
+
+    every_layer = replace(config, attention=replace(config.attention, first_layer_fraction=0.0))
     layers, heads, _ = attention.shape
     ranks = torch.full((layers, heads), NOT_RANKED)
-    sink = config.attention.sink_tokens
     for layer in range(layers):
         for head in range(heads):
-            where = positions[layer, head]
-            counted = (where >= sink) & (where < until)
-            buckets = where[counted] // config.bucket_tokens
-            if buckets.numel() == 0:
-                continue
-            scores = torch.zeros(int(buckets.max()) + 1).scatter_reduce_(
-                0, buckets, attention[layer, head].float()[counted], "amax"
-            )
-            order = torch.argsort(scores, descending=True, stable=True).tolist()
-            ranks[layer, head] = gold_rank(order, gold)
+            alone = torch.zeros_like(attention)  # (L, H_kv, n)
+            alone[layer, head] = attention[layer, head]
+            order = ranked_buckets(pot, alone, total, every_layer, until)
+            ranks[layer, head] = gold_rank([bucket.index for bucket in order], gold)
     return ranks
 
 
@@ -147,7 +143,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
             "draft words": word_ranked_buckets(document_ids, question_ids + draft_ids, keys, config, total),
         }
         ranks = {signal: gold_rank([b.index for b in order], gold) for signal, order in orders.items()}
-        heads = head_ranks(pot, asked, gold, min(total, until), config)
+        heads = head_ranks(pot, asked, gold, total, until, config)
         records.append(
             {
                 "id": question["id"],
