@@ -22,16 +22,12 @@ from .citations import CitationConfig, answer_attention, document_token_scores
 from .engine import Engine
 from .pot import Pot
 from .rerank import best_spans
+from .retrieval_heads import RetrievalHeads
 from .word_match import word_match_scores
 
 RANKINGS = ("attention", "words", "both")
 SPAN_ORDERS = ("document", "likelihood")
-# How "both" merges the two rankings: this many of the word ranking's buckets, then the attention's next one,
-# and so on, each bucket once. The words find a fact wherever it lies; the pot's attention adds the places the
-# question's words miss. Measured on the development questions (docs/benchmarks.md): reciprocal-rank fusion
-# pushed the words' first buckets down behind places the attention alone liked (spans holding the answer
-# for 45-47 questions of 54 against 51 this way).
-WORDS_PER_ATTENTION = 2
+POINTERS = ("retrieval-heads", "later-layers")
 
 
 @dataclass(frozen=True)
@@ -64,6 +60,16 @@ class EvidenceConfig:
     # kept); "words", the question's words found in the whole stored document (core.word_match); "both", the
     # two rankings fused. Measured on the development set (docs/benchmarks.md, "Evidence answers ...").
     ranking: str = "both"
+    # How "both" merges the two rankings: this many of the word ranking's buckets, then the attention's next
+    # one, and so on, each bucket once. The words find a fact wherever it lies; the pot's attention adds the
+    # places the question's words miss. Measured on both development sets (docs/benchmarks.md, "Retrieval
+    # heads"); reciprocal-rank fusion pushed the words' first buckets down behind places the attention alone
+    # liked (spans holding the answer for 45-47 questions of 54 against 51 this way).
+    words_per_attention: int = 2
+    # Whose attention points: "retrieval-heads", the few heads calibrated per model to point at a fact from the
+    # question (core.retrieval_heads; every layer counted, the other heads left out), or "later-layers", every
+    # head of the layers `attention` counts (also used when no calibration is at hand).
+    pointer: str = "retrieval-heads"
     # What the passages are read after: None, the whole pot (distilled with the question to |C| when the
     # passages need the room: the pot, then the passages, then the question); 0, none of it, only the chat
     # template's opening (the pot ranks the passages and the document answers); N, a copy of the pot distilled
@@ -102,6 +108,12 @@ class EvidenceConfig:
             raise ValueError(f"bucket score must be 'max' or 'sum', got {self.bucket_score!r}")
         if self.ranking not in RANKINGS:
             raise ValueError(f"evidence ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
+        if self.pointer not in POINTERS:
+            raise ValueError(f"evidence pointer must be one of {', '.join(POINTERS)}, got {self.pointer!r}")
+        if isinstance(self.words_per_attention, bool) or not (
+            isinstance(self.words_per_attention, int) and self.words_per_attention >= 0
+        ):
+            raise ValueError(f"word buckets per attention bucket must be 0 or more, got {self.words_per_attention!r}")
         if self.order not in SPAN_ORDERS:
             raise ValueError(f"span order must be one of {', '.join(SPAN_ORDERS)}, got {self.order!r}")
         if isinstance(self.read_spans, bool) or not isinstance(self.read_spans, int) or self.read_spans < 0:
@@ -196,14 +208,17 @@ def word_ranked_buckets(
     return [Bucket(int(b), float(scores[b]) / total, int(first[b])) for b in order if scores[b] > 0]
 
 
-def fused(attention: list[Bucket], words: list[Bucket]) -> list[Bucket]:
-    """The two rankings taken in turn: WORDS_PER_ATTENTION word buckets, then one attention bucket, each bucket
-    once, until both are used up.
+def fused(attention: list[Bucket], words: list[Bucket], words_per_attention: int = 2) -> list[Bucket]:
+    """The two rankings taken in turn: `words_per_attention` word buckets, then one attention bucket, each
+    bucket once, until both are used up (0: the attention's first, then the words' that it left).
 
     A bucket keeps the attention's share and best token where the attention ranked it (a citation points where
     the pot looked), else the words'."""
     by_attention = {bucket.index: bucket for bucket in attention}
-    turns = [iter(words)] * WORDS_PER_ATTENTION + [iter(attention)]
+    if words_per_attention == 0:
+        seen = {bucket.index for bucket in attention}
+        return list(attention) + [bucket for bucket in words if bucket.index not in seen]
+    turns = [iter(words)] * words_per_attention + [iter(attention)]
     merged: list[Bucket] = []
     seen: set[int] = set()
     while turns:
@@ -345,8 +360,11 @@ def find_evidence(
     fetch: Callable[[int, int], list[int]],
     config: EvidenceConfig,
     max_new_tokens: int,
+    heads: RetrievalHeads | None = None,
 ) -> list[Span]:
     """The spans to read for `question`, in document order; none when the pot holds the whole document.
+
+    `heads`: the model's retrieval heads, which point when config.pointer says so (the later layers without).
 
     The budget shrinks to what fits beside what precedes the spans (config.pot_entries), the question and
     `max_new_tokens`. The question's words are also sought in the pot's verbatim tail: when the whole pot
@@ -368,12 +386,12 @@ def find_evidence(
     before, question_ids = engine.question_parts(question)
     rankings = []
     if config.ranking in ("attention", "both"):
-        rankings.append(attention_ranking(engine, pot, question_ids, before, document_tokens, config, until))
+        rankings.append(attention_ranking(engine, pot, question_ids, before, document_tokens, config, until, heads))
     if config.ranking in ("words", "both"):
         document_ids = torch.tensor(fetch(0, document_tokens), dtype=torch.int64)  # (T,)
         keys = engine.word_keys()
         rankings.append(word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens))
-    buckets = rankings[0] if len(rankings) == 1 else fused(*rankings)
+    buckets = rankings[0] if len(rankings) == 1 else fused(*rankings, config.words_per_attention)
     # The pot's verbatim tail is in the answer's context only when the whole pot is: otherwise a span there is
     # read like any other.
     held_from = until if config.pot_entries is None else document_tokens
@@ -406,10 +424,15 @@ def attention_ranking(
     document_tokens: int,
     config: EvidenceConfig,
     until: int | None = None,
+    heads: RetrievalHeads | None = None,
 ) -> list[Bucket]:
     """Buckets by the attention that `prompt_ids` (after `before`, whose own queries are not counted) pay over
-    the pot, best first (ranked_buckets)."""
+    the pot, best first (ranked_buckets); through the retrieval heads alone when config.pointer asks for them
+    and `heads` fit the model."""
     attention = answer_attention(engine.model, pot, before, prompt_ids)  # (L, H_kv, n): the prompt's queries
+    if config.pointer == "retrieval-heads" and heads is not None and heads.fits(attention):
+        attention = attention * heads.mask().to(attention.device)[:, :, None]  # (L, H_kv, n)
+        config = replace(config, attention=replace(config.attention, first_layer_fraction=0.0))
     return ranked_buckets(pot, attention, document_tokens, config, until)
 
 

@@ -155,9 +155,9 @@ def scripted_focused_answers(monkeypatch, answers):
     keys: list[str] = []
     real_run_trial, real_answer = bench_niah.run_trial, Engine.answer
 
-    def run_trial(engine, reading, trial, settings):
+    def run_trial(engine, reading, trial, settings, heads=None):
         keys.append(trial.key)
-        return real_run_trial(engine, reading, trial, settings)
+        return real_run_trial(engine, reading, trial, settings, heads)
 
     def answer(self, *args, **kwargs):
         pieces = real_answer(self, *args, **kwargs)

@@ -31,6 +31,9 @@ def gather_evidence(
     except DocumentNotFound as exc:
         return [], [f"{exc}; answering from the pot alone"]
     total = token_count(path)
+    heads = None
+    if config.pointer == "retrieval-heads" and config.ranking != "words":
+        heads = library.heads.get(stored.engine)
     spans = find_evidence(
         stored.engine,
         stored.pot,
@@ -39,6 +42,7 @@ def gather_evidence(
         lambda start, end: read_window(path, start, end),
         config,
         max_new_tokens,
+        heads,
     )
     return spans, []
 

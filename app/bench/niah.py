@@ -26,11 +26,13 @@ from infinipot.app.bench.results import (
     parse_methods,
     resolved_dtype,
 )
+from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
 from infinipot.core.capacity import check_full_context
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import FullContextError
 from infinipot.core.evidence import (
+    RANKINGS,
     EvidenceConfig,
     after_pot_suffix,
     find_evidence,
@@ -38,6 +40,7 @@ from infinipot.core.evidence import (
     spans_to_read,
 )
 from infinipot.core.pot import Pot
+from infinipot.core.retrieval_heads import RetrievalHeads
 from infinipot.core.scorers import make_scorer
 
 # Documents go to the reader in pieces of this many tokens, as a file's token stream would.
@@ -66,6 +69,10 @@ class NiahSettings:
     # value here of what the spans are read after (EvidenceConfig.pot_entries: None the whole pot, 0 the chat
     # template's opening alone, N a copy distilled to N entries). Empty: no evidence answers.
     evidence_pots: tuple[int | None, ...] = ()
+    # What points at the evidence spans (EvidenceConfig.ranking): "attention" answers from the pot's pointing
+    # alone (through the model's retrieval heads, core.retrieval_heads), since a passkey question's words
+    # would find the key by themselves.
+    evidence_ranking: str = EvidenceConfig.ranking
     nuc_unit: str = PotConfig.nuc_unit  # validated by PotConfig, which main() builds for every method first
     # The remaining suspects the issue names for a missed key, for ablations: alpha, sinks and CR-RoPE.
     nuc_ratio: float = PotConfig.nuc_ratio
@@ -81,6 +88,8 @@ class NiahSettings:
             raise ValueError(f"max new tokens must be positive, got {self.max_new_tokens}")
         if self.cap not in CAP_MODES:
             raise ValueError(f"CaP mode must be one of {', '.join(CAP_MODES)}, got {self.cap!r}")
+        if self.evidence_ranking not in RANKINGS:
+            raise ValueError(f"evidence ranking must be one of {', '.join(RANKINGS)}, got {self.evidence_ranking!r}")
         if self.focus is not None and not 0 < self.focus < self.pot_size:
             raise ValueError(f"focus must be between 1 and the pot size - 1 ({self.pot_size - 1}), got {self.focus}")
 
@@ -118,6 +127,13 @@ class NiahSettings:
             # folders from before reranking read every candidate span
             **({"evidence_read_spans": EvidenceConfig().read_spans} if self.evidence_pots else {}),
             **({"evidence_order": EvidenceConfig().order} if self.evidence_pots else {}),
+            # recorded unless "both", the ranking of every folder written before the setting existed; with the
+            # pointer, since the retrieval heads changed what "attention" means
+            **(
+                {"evidence_ranking": self.evidence_ranking, "evidence_pointer": EvidenceConfig().pointer}
+                if self.evidence_pots and self.evidence_ranking != "both"
+                else {}
+            ),
             # recorded unless "word": folders written before the setting existed were read per word
             **({"nuc_unit": self.nuc_unit} if self.nuc_unit != "word" else {}),
             **({"nuc_ratio": self.nuc_ratio} if self.nuc_ratio != PotConfig.nuc_ratio else {}),
@@ -126,8 +142,10 @@ class NiahSettings:
         }
 
     def evidence_label(self, method: str, pot_entries: int | None) -> str:
-        """`+evidence`: the passages alone (the default); `+evidence+pot`: after the whole pot; `+evidence+potN`."""
-        return f"{method}+evidence{after_pot_suffix(pot_entries)}"
+        """`+evidence`: the passages alone (the default); `+evidence+pot`: after the whole pot; `+evidence+potN`;
+        `+evidence-attention` (or `-words`) when another ranking than both points at them."""
+        ranking = "" if self.evidence_ranking == "both" else f"-{self.evidence_ranking}"
+        return f"{method}+evidence{ranking}{after_pot_suffix(pot_entries)}"
 
     def focus_label(self, method: str) -> str:
         """The report's name for a method's focused answers."""
@@ -205,7 +223,13 @@ class SharedOpeningReader:
         return pot, self.opening_seconds + time.perf_counter() - started
 
 
-def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial, settings: NiahSettings) -> dict:
+def run_trial(
+    engine: Engine,
+    reading: SharedOpeningReader,
+    trial: PasskeyTrial,
+    settings: NiahSettings,
+    heads: RetrievalHeads | None = None,
+) -> dict:
     """Read one passkey document and ask for the key; refused (not failed) when `full` cannot hold it."""
     request = engine.answer_prompt_ids(QUESTION)
     if not make_scorer(engine.config.method, engine.config.nuc_ratio).compresses:
@@ -245,8 +269,8 @@ def run_trial(engine: Engine, reading: SharedOpeningReader, trial: PasskeyTrial,
         }
     for pot_entries in settings.evidence_pots:  # the document spans the question points to (core.evidence)
         fetch = lambda start, end: trial.document[start:end]  # noqa: E731
-        config = EvidenceConfig(pot_entries=pot_entries)
-        spans = find_evidence(engine, pot, QUESTION, len(trial.document), fetch, config, settings.max_new_tokens)
+        config = EvidenceConfig(pot_entries=pot_entries, ranking=settings.evidence_ranking)
+        spans = find_evidence(engine, pot, QUESTION, len(trial.document), fetch, config, settings.max_new_tokens, heads)
         cited = AnswerStats()
         evidence = spans_to_read(spans)
         pieces = engine.answer(
@@ -289,8 +313,9 @@ def key_kept(pot: Pot, occurrences: list[list[int]]) -> float:
     return round(held.float().mean().item(), 3)
 
 
-def run(settings: NiahSettings, loaded, log=print) -> list[dict]:
-    """Run every missing trial; returns all records (earlier ones included)."""
+def run(settings: NiahSettings, loaded, log=print, heads: RetrievalHeads | None = None) -> list[dict]:
+    """Run every missing trial; returns all records (earlier ones included). `heads`: the model's retrieval
+    heads, for evidence answers."""
     results = ResultLog(settings.out / "niah.jsonl", settings.identity())
     done = results.done(("method", "length", "depth", "trial"))
     engines = {m: Engine(loaded, settings.pot_config(m)) for m in settings.methods}
@@ -314,7 +339,7 @@ def run(settings: NiahSettings, loaded, log=print) -> list[dict]:
                     continue
                 reading = SharedOpeningReader(engines[method], [trials[t].document for t in numbers])
                 for t in numbers:
-                    outcome = run_trial(engines[method], reading, trials[t], settings)
+                    outcome = run_trial(engines[method], reading, trials[t], settings, heads)
                     record = {"method": method, "length": length, "depth": depth, "trial": t, "key": trials[t].key}
                     results.append({**record, **outcome})
                     log(f"{method} {length_label(length)} depth {depth} trial {t}: {_shown(outcome)}")
@@ -394,6 +419,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "alone, all the whole pot, N a question-distilled copy (implies --evidence)",
     )
     parser.add_argument(
+        "--evidence-ranking",
+        default=EvidenceConfig.ranking,
+        choices=RANKINGS,
+        help="what points at the evidence spans: attention (the pot's retrieval heads alone), words, or both",
+    )
+    parser.add_argument(
         "--nuc-unit", default=PotConfig.nuc_unit, choices=NUC_UNITS, help="what NuC scores (as in `read`)"
     )
     parser.add_argument(
@@ -422,6 +453,7 @@ def settings_from_args(args: argparse.Namespace) -> NiahSettings:
         cap=args.cap,
         focus=args.focus,
         evidence_pots=evidence_pots(args),
+        evidence_ranking=args.evidence_ranking,
         nuc_unit=args.nuc_unit,
         nuc_ratio=args.nuc_ratio,
         sinks=args.sinks,
@@ -449,8 +481,12 @@ def main(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     for method in settings.methods:
         settings.pot_config(method)  # impossible pot settings fail before the model loads
-    loaded = load_model(ModelSpec(name=settings.model, device=settings.device, dtype=settings.dtype), data_home())
-    records = run(settings, loaded, log=lambda line: print(line, file=sys.stderr, flush=True))
+    home = data_home()
+    loaded = load_model(ModelSpec(name=settings.model, device=settings.device, dtype=settings.dtype), home)
+    heads = None
+    if settings.evidence_pots and settings.evidence_ranking != "words":
+        heads = RetrievalHeadsShelf(home).get(Engine(loaded, PotConfig(pot_size=settings.pot_size)))
+    records = run(settings, loaded, log=lambda line: print(line, file=sys.stderr, flush=True), heads=heads)
     for path in write_reports(settings, records):
         print(path)
     return 0

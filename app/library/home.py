@@ -6,6 +6,7 @@ from pathlib import Path
 
 from infinipot.app.library.documents import DocumentFiles
 from infinipot.app.library.models import ModelShelf
+from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
 from infinipot.storage.paths import data_home
 from infinipot.storage.store import Store
 
@@ -16,3 +17,4 @@ class Library:
         self.store = Store(self.home)
         self.models = ModelShelf(self.home, device, dtype)
         self.files = DocumentFiles(self.home)
+        self.heads = RetrievalHeadsShelf(self.home)

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.devset.recall --docs bench-results/devset-docs --home /tmp/ip-home-devset-modes \\
         --rankings attention,words,both --budgets 512,768 [--max-spans 12] [--max-span-tokens 192] \\
-        [--set questions|paraphrases]
+        [--set questions|paraphrases] [--pointer retrieval-heads|later-layers] [--words-per-attention N]
 
 Each document is read once into the default pot (reused when the home has it); for each question the spans of
 `evidence` mode are chosen (app.ask.evidence.gather_evidence, as `ask` does) and decoded; recall is the share of
@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=("questions", "paraphrases"), default="questions")
     parser.add_argument("--max-spans", type=int, help="most spans read (EvidenceConfig's default when omitted)")
     parser.add_argument("--max-span-tokens", type=int, help="longest span (EvidenceConfig's default when omitted)")
+    parser.add_argument("--pointer", help="whose attention points (EvidenceConfig's default when omitted)")
+    parser.add_argument("--words-per-attention", type=int, help="how 'both' interleaves (default when omitted)")
     parser.add_argument("--out", type=Path, help="write per-question results here (JSON)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -53,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         shape["max_spans"] = args.max_spans
     if args.max_span_tokens is not None:
         shape["max_span_tokens"] = args.max_span_tokens
+    if args.pointer is not None:
+        shape["pointer"] = args.pointer
+    if args.words_per_attention is not None:
+        shape["words_per_attention"] = args.words_per_attention
     service = DocumentService(args.home, device="cpu")
     found: dict[tuple[str, int], list[bool]] = {}
     seconds: dict[tuple[str, int], list[float]] = {}
