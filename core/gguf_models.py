@@ -222,12 +222,15 @@ def convert_gguf(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
+    # transformers joins gguf_file to the folder: a relative path would be looked for below itself
+    # ("models/models/small.gguf") and then as a hub id. The folder and the bare file name find it anywhere.
+    folder, name = str(gguf.resolve().parent), gguf.name
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=str(gguf))
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         # dequantize: architectures of transformers' newer GGUF path would otherwise keep packed blocks
         quantized, loading = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent),
-            gguf_file=str(gguf),
+            folder,
+            gguf_file=name,
             dtype=torch.float32,
             quantization_config=GgufConfig(dequantize=True),
             output_loading_info=True,

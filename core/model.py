@@ -92,7 +92,18 @@ def resolve_model_dir(spec: ModelSpec, home: Path) -> tuple[str, str]:
             raise ModelError(f"{spec.name} is not a Hugging Face model folder (no config.json)")
         digest = hashlib.sha256((path / "config.json").read_bytes()).hexdigest()[:12]
         return str(path.resolve()), f"{path.resolve().name}-{digest}"
+    if _meant_as_path(spec.name):
+        raise ModelError(f"model path {spec.name} does not exist")
     return spec.name, spec.name
+
+
+def _meant_as_path(name: str) -> bool:
+    """Whether a --model name that names nothing here is a mistyped path rather than a hub id ("org/model"):
+    it is written as a path (absolute, ./, ../, ~) or its first folder exists here."""
+    if name.startswith(("/", "./", "../", "~", "\\")) or Path(name).is_absolute():
+        return True
+    parts = Path(name).parts
+    return len(parts) > 1 and Path(parts[0]).is_dir()
 
 
 def pick_device(spec: ModelSpec) -> torch.device:

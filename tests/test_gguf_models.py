@@ -254,6 +254,30 @@ def test_the_cli_reads_and_answers_with_a_gguf_model(capsys, tiny_gguf, document
     assert answer["reused_pot"] is True
 
 
+def test_a_gguf_file_named_by_a_path_relative_to_the_working_folder_reads(capsys, tmp_path, monkeypatch):
+    """The bundled GGUF copied into models/ below the working folder: `--model models/small.gguf` is that file,
+    never a hub id (transformers joins its gguf_file to the folder: 'models does not appear to have a file named
+    models/small.gguf'); a mistyped relative path says that it does not exist, in one line."""
+    import shutil
+
+    from infinipot.core.model import default_gguf_path
+
+    monkeypatch.setenv("INFINIPOT_HOME", str(tmp_path / "home"))
+    (tmp_path / "models").mkdir()
+    shutil.copyfile(default_gguf_path(), tmp_path / "models" / "small.gguf")
+    (tmp_path / "note.txt").write_text("The blue gate's code is 4412. The ferry leaves at noon.\n")
+    monkeypatch.chdir(tmp_path)
+    report = run_json(capsys, ["read", "note.txt", "--model", "models/small.gguf", "--dtype", "float32", "--json"])
+    assert report["tokens"] > 10 and report["reused"] is False
+    (pot,) = run_json(capsys, ["list", "--json"])["documents"][0]["pots"]
+    assert pot["model_identity"].startswith("small-")  # the file's name and its content hash
+    expect_one_line_error(capsys, ["read", "note.txt", "--model", "models/smal.gguf"], "does not exist")
+    expect_one_line_error(
+        capsys, ["read", "note.txt", "--model", "models/small"], "model path models/small does not exist"
+    )
+    expect_one_line_error(capsys, ["read", "note.txt", "--model", "./small.gguf"], "does not exist")
+
+
 def test_an_interrupted_conversion_leaves_no_folder(tiny_gguf, infinipot_home, monkeypatch):
     from transformers import PreTrainedTokenizerBase
 
