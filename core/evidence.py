@@ -66,6 +66,12 @@ class EvidenceConfig:
     # heads"); reciprocal-rank fusion pushed the words' first buckets down behind places the attention alone
     # liked (spans holding the answer for 45-47 questions of 54 against 51 this way).
     words_per_attention: int = 2
+    # ... but only when the words point sharply: when no bucket scores this much for the question's words (they
+    # are common in the document, or absent), the attention leads and the words follow. A question in the
+    # user's own words shares only ordinary words with the document (median best score 13 on the paraphrased
+    # development questions, 21 on the word-sharing ones). 0: the words always lead. Measured on both sets
+    # (docs/benchmarks.md, "Retrieval heads").
+    words_lead_score: float = 10.0
     # Whose attention points: "retrieval-heads", the few heads calibrated per model to point at a fact from the
     # question (core.retrieval_heads; every layer counted, the other heads left out), or "later-layers", every
     # head of the layers `attention` counts (also used when no calibration is at hand).
@@ -114,6 +120,8 @@ class EvidenceConfig:
             isinstance(self.words_per_attention, int) and self.words_per_attention >= 0
         ):
             raise ValueError(f"word buckets per attention bucket must be 0 or more, got {self.words_per_attention!r}")
+        if not self.words_lead_score >= 0:
+            raise ValueError(f"the words' lead score must be 0 or more, got {self.words_lead_score!r}")
         if self.order not in SPAN_ORDERS:
             raise ValueError(f"span order must be one of {', '.join(SPAN_ORDERS)}, got {self.order!r}")
         if isinstance(self.read_spans, bool) or not isinstance(self.read_spans, int) or self.read_spans < 0:
@@ -145,6 +153,9 @@ class Bucket(NamedTuple):
     index: int  # document token // bucket_tokens
     share: float  # of the counted attention
     best: int  # the bucket's most attended document token
+    # The words ranking's own score (core.word_match, BM25-like: a rare question word found there scores high,
+    # a common one little); 0 for the attention's buckets.
+    score: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -205,7 +216,7 @@ def word_ranked_buckets(
     if total <= 0:
         return []
     order = torch.argsort(scores, descending=True, stable=True)
-    return [Bucket(int(b), float(scores[b]) / total, int(first[b])) for b in order if scores[b] > 0]
+    return [Bucket(int(b), float(scores[b]) / total, int(first[b]), float(scores[b])) for b in order if scores[b] > 0]
 
 
 def fused(attention: list[Bucket], words: list[Bucket], words_per_attention: int = 2) -> list[Bucket]:
@@ -230,6 +241,13 @@ def fused(attention: list[Bucket], words: list[Bucket], words_per_attention: int
             seen.add(bucket.index)
             merged.append(by_attention.get(bucket.index, bucket))
     return merged
+
+
+def words_per_attention(words: list[Bucket], config: EvidenceConfig) -> int:
+    """How `fused` interleaves for this question: config.words_per_attention when the words point sharply (their
+    best bucket scores at least config.words_lead_score), else 0 (the attention first, then the words)."""
+    sharp = bool(words) and words[0].score >= config.words_lead_score
+    return config.words_per_attention if sharp else 0
 
 
 def verbatim_tail_start(pot: Pot) -> int:
@@ -312,7 +330,7 @@ def choose_spans(
     used = 0
     reach = config.max_span_tokens
     held_from = document_tokens if held_from is None else held_from
-    for bucket, score, best in buckets:
+    for bucket, score, best, _ in buckets:
         if len(chosen) >= config.max_spans or used >= config.budget_tokens:
             break
         start = bucket * config.bucket_tokens
@@ -391,7 +409,7 @@ def find_evidence(
         document_ids = torch.tensor(fetch(0, document_tokens), dtype=torch.int64)  # (T,)
         keys = engine.word_keys()
         rankings.append(word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens))
-    buckets = rankings[0] if len(rankings) == 1 else fused(*rankings, config.words_per_attention)
+    buckets = rankings[0] if len(rankings) == 1 else fused(*rankings, words_per_attention(rankings[1], config))
     # The pot's verbatim tail is in the answer's context only when the whole pot is: otherwise a span there is
     # read like any other.
     held_from = until if config.pot_entries is None else document_tokens

@@ -4,6 +4,7 @@ within |M|, the pot unchanged, the spans read in the answer's context, and citat
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -31,6 +32,7 @@ from infinipot.core.evidence import (
     spans_to_read,
     verbatim_tail_start,
     widen,
+    words_per_attention,
 )
 from infinipot.core.model import LoadedModel
 from infinipot.core.prompts import encode
@@ -116,6 +118,21 @@ def test_both_rankings_take_turns_two_word_buckets_to_one_of_attention():
     # a bucket both ranked keeps the attention's share and best token (where the pot looked)
     assert merged[0] == Bucket(1, 0.3, 12) and merged[1] == Bucket(2, 0.3, 20)
     assert fused([], words) == words and fused(attention, []) == attention
+
+
+def test_the_sharper_pointer_leads_the_interleave():
+    attention = [Bucket(9, 0.6, 90), Bucket(1, 0.3, 12), Bucket(7, 0.1, 70)]
+    words = [Bucket(1, 0.5, 10, 4.0), Bucket(2, 0.3, 20, 2.0), Bucket(3, 0.2, 30, 1.0)]
+    assert [b.index for b in fused(attention, words, 1)] == [1, 9, 2, 7, 3]
+    assert [b.index for b in fused(attention, words, 0)] == [9, 1, 7, 2, 3]  # attention first, then the words left
+    config = EvidenceConfig(words_per_attention=2, words_lead_score=5.0)
+    assert words_per_attention(words, config) == 0  # best word bucket scores 4 < 5: the attention leads
+    sharp = [Bucket(1, 0.5, 10, 5.0), *words[1:]]
+    assert words_per_attention(sharp, config) == 2
+    assert words_per_attention([], config) == 0
+    assert words_per_attention(words, replace(config, words_lead_score=0.0)) == 2  # 0: the words always lead
+    with pytest.raises(ValueError, match="lead score"):
+        EvidenceConfig(words_lead_score=-1.0)
 
 
 def test_a_span_is_cut_at_the_budget_edge():

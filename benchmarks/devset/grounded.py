@@ -3,7 +3,8 @@ through the app's Python API (DocumentService.ask) with one answer-grounding set
 
     python -m benchmarks.devset.grounded [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
         [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--margin 0.9|none]
-        [--sets answerable,unanswerable,followups] [--threads 2] [--report-only]
+        [--sets answerable,unanswerable,followups,paraphrases] [--pointer retrieval-heads|later-layers]
+        [--words-per-attention N] [--words-lead-score S] [--threads 2] [--report-only]
 
 Each run is named by its setting (`checked@0.9`, `free@none`, ...). One JSON line per answer is appended to
 <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a table per run:
@@ -14,7 +15,12 @@ Each run is named by its setting (`checked@0.9`, `free@none`, ...). One JSON lin
   found, evidence recall (a passage read holds the answer), loops, median seconds to first token;
 - unanswerable questions (unanswerable.jsonl): the share marked `answerable: false`, by kind;
 - follow-ups (followups.jsonl): the first question asked in a new conversation, the follow-up asked in it
-  (`conversation_id`), and the standalone wording asked on its own; right counts of both.
+  (`conversation_id`), and the standalone wording asked on its own; right counts of both;
+- paraphrased questions (paraphrases.jsonl, no content word shared with the answering sentence): correct, and
+  evidence recall with that sentence as the evidence.
+
+--pointer, --words-per-attention and --words-lead-score change the evidence ranking (EvidenceConfig) without
+naming the run: give such a run its own --out.
 """
 
 from __future__ import annotations
@@ -25,14 +31,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .check import load_followups, load_questions, load_unanswerable
+from .check import load_followups, load_paraphrases, load_questions, load_unanswerable
 from .documents import DEFAULT_DIR, document_path
 from .run_modes import append_jsonl, read_jsonl
 from .score import evidence_holds, is_correct, loops
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results" / "grounded"
-SETS = ("answerable", "unanswerable", "followups")
+SETS = ("answerable", "unanswerable", "followups", "paraphrases")
 
 
 def run_label(style: str, margin: float | None) -> str:
@@ -69,6 +75,14 @@ def answer_all(args, label: str) -> None:
 
     settings = AnswerSettings()
     settings = replace(settings, grounding=GroundingConfig(style=args.style, answerable_margin=args.margin))
+    pointing = {
+        "pointer": args.pointer,
+        "words_per_attention": args.words_per_attention,
+        "words_lead_score": args.words_lead_score,
+    }
+    settings = replace(
+        settings, evidence=replace(settings.evidence, **{k: v for k, v in pointing.items() if v is not None})
+    )
     out = args.out / "answers.jsonl"
     args.out.mkdir(parents=True, exist_ok=True)
     done = {(r["run"], r["set"], r["id"]) for r in read_jsonl(out)}
@@ -80,6 +94,8 @@ def answer_all(args, label: str) -> None:
         work += [("unanswerable", q) for q in load_unanswerable()]
     if "followups" in args.sets:
         work += [("followups", q) for q in load_followups()]
+    if "paraphrases" in args.sets:
+        work += [("paraphrases", q) for q in load_paraphrases()]
     doc_ids: dict[str, str] = {}
     for kind, q in work:
         if (label, kind, q["id"]) in done:
@@ -111,12 +127,13 @@ def report(args) -> str:
     questions = {q["id"]: q for q in load_questions()}
     followups = {q["id"]: q for q in load_followups()}
     unanswerable = {q["id"]: q for q in load_unanswerable()}
+    paraphrases = {q["id"]: {**q, "evidence": q["sentence"]} for q in load_paraphrases()}
     lines = ["# Grounded answers on the development set", "", "Written by `python -m benchmarks.devset.grounded`.", ""]
     lines += [
         "| run | answerable n | correct (stated + in the closest passage) | confidently wrong | marked not found "
         "| evidence recall | loops | median s to first token | unanswerable marked | follow-ups right "
-        "| same asked alone |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| same asked alone | paraphrased: correct (stated + closest), evidence recall |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in dict.fromkeys(r["run"] for r in records):
         mine = [r for r in records if r["run"] == run]
@@ -135,11 +152,19 @@ def report(args) -> str:
         follow_right = sum(is_correct(r["followup"]["answer"], followups[r["id"]]["answers"]) for r in follows)
         alone_right = sum(is_correct(r["standalone"]["answer"], followups[r["id"]]["answers"]) for r in follows)
         stated = sum(1 for ok, no in zip(right, marked, strict=True) if ok and not no)
+        para = [r for r in mine if r["set"] == "paraphrases" and r["id"] in paraphrases]
+        para_right = [is_correct(r["answer"], paraphrases[r["id"]]["answers"]) for r in para]
+        para_stated = sum(ok and r["answerable"] for ok, r in zip(para_right, para, strict=True))
+        para_held = sum(
+            evidence_holds(r["snippets"], [*paraphrases[r["id"]]["answers"], paraphrases[r["id"]]["sentence"]])
+            for r in para
+        )
+        para_cell = f"{sum(para_right)} ({para_stated} + {sum(para_right) - para_stated}), {para_held} of {len(para)}"
         lines.append(
             f"| {run} | {len(asked)} | {sum(right)} ({stated} + {sum(right) - stated}) | {wrong} | {sum(marked)} "
             f"| {sum(held)} | {loops_count} "
             f"| {_median([r.get('ttft_seconds') for r in asked])} | {caught}/{len(unans)} "
-            f"| {follow_right}/{len(follows)} | {alone_right}/{len(follows)} |"
+            f"| {follow_right}/{len(follows)} | {alone_right}/{len(follows)} | {para_cell if para else '-'} |"
         )
     lines += ["", "## Every answer", ""]
     for r in records:
@@ -153,8 +178,8 @@ def report(args) -> str:
         elif r["set"] == "unanswerable":
             verdict = "marked" if not r["answerable"] else "ANSWERED"
             lines.append(f"- {r['run']} {r['id']} {verdict}: {r['question']} -> {r['answer']!r}")
-        elif r["id"] in questions:
-            ok = is_correct(r["answer"], questions[r["id"]]["answers"])
+        elif r["id"] in questions or r["id"] in paraphrases:
+            ok = is_correct(r["answer"], {**questions, **paraphrases}[r["id"]]["answers"])
             tag = "right" if ok else ("abstained" if not r["answerable"] else "WRONG")
             lines.append(f"- {r['run']} {r['id']} {tag}: {r['question']} -> {r['answer']!r}")
     text = "\n".join(lines) + "\n"
@@ -170,6 +195,9 @@ def main() -> None:
     parser.add_argument("--style", default="checked")
     parser.add_argument("--margin", default="default", help="a number, 'none' (never abstain) or 'default'")
     parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--pointer", help="whose attention points at the passages (EvidenceConfig's default)")
+    parser.add_argument("--words-per-attention", type=int, help="how the two rankings interleave (the default)")
+    parser.add_argument("--words-lead-score", type=float, help="when the words lead (the default)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()

@@ -10,6 +10,8 @@ among a signal's k best buckets. The signals:
 
 - `question attention`: the question's attention over the pot, as `ask` ranks it (core.evidence);
 - `question words`: the question's words in the whole stored document (core.word_match);
+- `retrieval heads`: the question's attention through the model's calibrated retrieval heads alone
+  (core.retrieval_heads), as `ask` ranks by default;
 - `draft attention`: the attention that an answer written from the pot alone (32 tokens, greedy) pays the pot,
   as citations measure it: where the model drew what it wrote;
 - `draft words`: the question's and that draft's words in the whole document;
@@ -19,6 +21,7 @@ among a signal's k best buckets. The signals:
 
 The union rows say how often any of several signals holds the sentence in its k best: a ceiling for a reranker
 that reads all of their candidates. Writes pointer_ceiling-SET.json and pointer_ceiling-SET.md under --out.
+--no-draft leaves out the two draft signals (a draft answer costs a generation per question).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ RESULTS = Path(__file__).with_name("results") / "pointers"
 KS = (3, 6, 12)
 UNIONS = (
     ("question attention", "question words"),
+    ("retrieval heads", "question words"),
     ("question attention", "question words", "draft attention"),
     ("question attention", "question words", "draft attention", "draft words"),
 )
@@ -104,7 +108,13 @@ def measure(args: argparse.Namespace) -> list[dict]:
     from infinipot.app.service import DocumentService
     from infinipot.core.citations import answer_attention
     from infinipot.core.config import PotConfig
-    from infinipot.core.evidence import EvidenceConfig, ranked_buckets, verbatim_tail_start, word_ranked_buckets
+    from infinipot.core.evidence import (
+        EvidenceConfig,
+        attention_ranking,
+        ranked_buckets,
+        verbatim_tail_start,
+        word_ranked_buckets,
+    )
 
     config = EvidenceConfig()
     service = DocumentService(args.home, device="cpu")
@@ -130,32 +140,36 @@ def measure(args: argparse.Namespace) -> list[dict]:
         until = verbatim_tail_start(pot)
         keys = engine.word_keys()
         before, question_ids = engine.question_parts(question["question"])
-        began = time.perf_counter()
-        draft = "".join(engine.answer(pot, question["question"], 32)).strip()
-        draft_seconds = time.perf_counter() - began
-        draft_ids = engine.tokenizer(" " + draft, add_special_tokens=False)["input_ids"]
         asked = answer_attention(engine.model, pot, before, question_ids)  # (L, H_kv, n)
-        drew = answer_attention(engine.model, pot, engine.question_ids(question["question"]), draft_ids)
+        heads = service.library.heads.get(engine)
         orders = {
             "question attention": ranked_buckets(pot, asked, total, config, until),
+            "retrieval heads": attention_ranking(engine, pot, question_ids, before, total, config, until, heads),
             "question words": word_ranked_buckets(document_ids, question_ids, keys, config, total),
-            "draft attention": ranked_buckets(pot, drew, total, config, until),
-            "draft words": word_ranked_buckets(document_ids, question_ids + draft_ids, keys, config, total),
         }
+        draft, draft_seconds = "", None
+        if args.draft:
+            began = time.perf_counter()
+            draft = "".join(engine.answer(pot, question["question"], 32)).strip()
+            draft_seconds = time.perf_counter() - began
+            draft_ids = engine.tokenizer(" " + draft, add_special_tokens=False)["input_ids"]
+            drew = answer_attention(engine.model, pot, engine.question_ids(question["question"]), draft_ids)
+            orders["draft attention"] = ranked_buckets(pot, drew, total, config, until)
+            orders["draft words"] = word_ranked_buckets(document_ids, question_ids + draft_ids, keys, config, total)
         ranks = {signal: gold_rank([b.index for b in order], gold) for signal, order in orders.items()}
-        heads = head_ranks(pot, asked, gold, total, until, config)
+        single = head_ranks(pot, asked, gold, total, until, config)
         records.append(
             {
                 "id": question["id"],
                 "gold_buckets": sorted(gold),
                 "in_verbatim_tail": min(gold) * config.bucket_tokens >= until,
                 "ranks": ranks,
-                "head_ranks": heads.tolist(),
+                "head_ranks": single.tolist(),
                 "draft": draft,
                 "draft_seconds": round(draft_seconds, 2),
             }
         )
-        print(f"  {question['id']}: {ranks} best head {int(heads.min())}", flush=True)
+        print(f"  {question['id']}: {ranks} best head {int(single.min())}", flush=True)
     return records
 
 
@@ -190,10 +204,13 @@ def report(records: list[dict], command: str) -> str:
     cells = " | ".join(str(sum(min(map(min, r["head_ranks"])) < k for r in records)) for k in KS)
     lines.append(f"| best head (oracle, each question's own) | {cells} |")
     for union in UNIONS:
+        if not all(signal in records[0]["ranks"] for signal in union):
+            continue
         cells = " | ".join(str(sum(any(r["ranks"][s] < k for s in union) for r in records)) for k in KS)
         lines.append(f"| any of {', '.join(union)} | {cells} |")
-    seconds = sorted(r["draft_seconds"] for r in records)
-    lines += ["", f"Draft answer from the pot: median {seconds[len(seconds) // 2]:.1f} s on this machine."]
+    seconds = sorted(r["draft_seconds"] for r in records if r["draft_seconds"] is not None)
+    if seconds:
+        lines += ["", f"Draft answer from the pot: median {seconds[len(seconds) // 2]:.1f} s on this machine."]
     lines += ["", f"Command: `{command}`"]
     return "\n".join(lines) + "\n"
 
@@ -205,6 +222,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, default=Path("/tmp/ip-home-dev"))
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-draft", dest="draft", action="store_false", help="leave out the draft signals")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     records = measure(args)

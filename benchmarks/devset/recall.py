@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.devset.recall --docs bench-results/devset-docs --home /tmp/ip-home-devset-modes \\
         --rankings attention,words,both --budgets 512,768 [--max-spans 12] [--max-span-tokens 192] \\
         [--set questions|paraphrases] [--pointer retrieval-heads|later-layers] [--words-per-attention N]
+        [--words-lead-score S]
 
 Each document is read once into the default pot (reused when the home has it); for each question the spans of
 `evidence` mode are chosen (app.ask.evidence.gather_evidence, as `ask` does) and decoded; recall is the share of
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-span-tokens", type=int, help="longest span (EvidenceConfig's default when omitted)")
     parser.add_argument("--pointer", help="whose attention points (EvidenceConfig's default when omitted)")
     parser.add_argument("--words-per-attention", type=int, help="how 'both' interleaves (default when omitted)")
+    parser.add_argument("--words-lead-score", type=float, help="when the words lead (default when omitted)")
     parser.add_argument("--out", type=Path, help="write per-question results here (JSON)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -59,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         shape["pointer"] = args.pointer
     if args.words_per_attention is not None:
         shape["words_per_attention"] = args.words_per_attention
+    if args.words_lead_score is not None:
+        shape["words_lead_score"] = args.words_lead_score
     service = DocumentService(args.home, device="cpu")
     found: dict[tuple[str, int], list[bool]] = {}
     seconds: dict[tuple[str, int], list[float]] = {}
