@@ -17,9 +17,11 @@ from helpers import expect_one_line_error, run_json
 from tiny_models import build_model, tiny_tokenizer
 
 from infinipot.app.cli import main
+from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
 from infinipot.core import gguf_models
 from infinipot.core.errors import ModelError
 from infinipot.core.model import ModelSpec, load_model, resolve_model_dir
+from infinipot.core.retrieval_heads import RetrievalHeads
 
 A_DAY_AGO = time.time() - 86_400  # model files people have are old; a fresh one's hash is not remembered (racy)
 
@@ -307,9 +309,12 @@ def test_models_lists_and_deletes_converted_models(capsys, tiny_gguf, infinipot_
     (listed,) = json.loads(capsys.readouterr().out)["models"]
     assert listed["name"] == identity and listed["source"] == str(tiny_gguf.resolve()) and listed["disk_bytes"] > 0
 
+    heads = RetrievalHeadsShelf(infinipot_home).stored_path(identity)  # its calibration, kept beside the models
+    heads.parent.mkdir(parents=True)
+    heads.write_text(json.dumps(RetrievalHeads(((1, 0),), 2, 2, 4, 3, 0.5).to_dict()))
     assert main(["models", "--delete", identity]) == 0
     assert capsys.readouterr().out.startswith(f"deleted {identity}: ")
-    assert not folder.exists()
+    assert not folder.exists() and not heads.exists()
     assert main(["models"]) == 0
     assert "no converted models yet" in capsys.readouterr().out
 

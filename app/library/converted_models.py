@@ -8,6 +8,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
 from infinipot.core.errors import ModelError
 from infinipot.core.gguf_models import SOURCE_RECORD, is_converted, models_folders
 
@@ -44,6 +45,7 @@ def delete_converted_model(home: Path, name: str) -> ConvertedModel:
     if model is None:
         raise ModelError(f"no converted model is named {name!r} (see `infinipot models`)")
     shutil.rmtree(model.folder)
+    RetrievalHeadsShelf(home).forget(name)  # a converted model's identity is its folder's name
     return model
 
 

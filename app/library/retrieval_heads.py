@@ -3,7 +3,9 @@ under the data home, next to the converted models: `models/retrieval-heads/<mode
 
 A calibration is a property of the weights, so one file serves every dtype and every document. A file from an
 older calibration version, or one that cannot be read, is calibrated again; a home that cannot be written
-keeps the calibration in memory for this process.
+keeps the calibration in memory for this process. The bundled model's calibration ships with the project
+(`assets/retrieval_heads.json`, checked against a fresh calibration by tests/test_default_model.py), so a
+fresh machine's first question does not wait for it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import logging
 import re
 import threading
+from importlib import resources
 from pathlib import Path
 
 from infinipot.core.engine import Engine
@@ -27,6 +30,7 @@ from infinipot.core.retrieval_heads import (
 from infinipot.storage.atomic import write_atomically
 
 FOLDER = "retrieval-heads"
+BUNDLED = "retrieval_heads.json"  # in infinipot.assets: {model identity: calibration record}
 log = logging.getLogger(__name__)
 
 
@@ -34,6 +38,15 @@ def heads_file_name(identity: str) -> str:
     """A file name for a model identity (a folder name, a hub id or a path): readable, and unique by a hash."""
     readable = re.sub(r"[^A-Za-z0-9._-]+", "-", identity.rsplit("/", 1)[-1]).strip("-.")[:48] or "model"
     return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}.json"
+
+
+def bundled_heads(identity: str) -> RetrievalHeads | None:
+    """The calibration shipped for `identity` (the bundled model's), if it is of the current version."""
+    shipped = json.loads(resources.files("infinipot.assets").joinpath(BUNDLED).read_text(encoding="utf-8"))
+    record = shipped.get(identity)
+    if record is None or record.get("version") != CALIBRATION_VERSION:
+        return None
+    return RetrievalHeads.from_dict(record)
 
 
 class RetrievalHeadsShelf:
@@ -60,7 +73,7 @@ class RetrievalHeadsShelf:
                 continue
             if heads.version == CALIBRATION_VERSION:
                 return heads
-        return None
+        return bundled_heads(identity)
 
     def get(self, engine: Engine) -> RetrievalHeads | None:
         """`engine`'s model's retrieval heads: from memory, from the home, or calibrated now and kept (about a
