@@ -27,7 +27,7 @@ from .word_match import word_match_scores
 
 RANKINGS = ("attention", "words", "both")
 SPAN_ORDERS = ("document", "likelihood")
-POINTERS = ("retrieval-heads", "later-layers")
+POINTERS = ("sharper", "retrieval-heads", "later-layers")
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,13 @@ class EvidenceConfig:
     # (docs/benchmarks.md, "Retrieval heads").
     words_lead_score: float = 10.0
     # Whose attention points: "retrieval-heads", the few heads calibrated per model to point at a fact from the
-    # question (core.retrieval_heads; every layer counted, the other heads left out), or "later-layers", every
-    # head of the layers `attention` counts (also used when no calibration is at hand).
-    pointer: str = "retrieval-heads"
+    # question (core.retrieval_heads; every layer counted, the other heads left out); "later-layers", every
+    # head of the layers `attention` counts (also used when no calibration is at hand); "sharper" (default),
+    # the retrieval heads when they lead (the words point weakly, see words_lead_score) and the later layers
+    # when they back words that lead. Measured on both development sets (docs/benchmarks.md, "Retrieval
+    # heads"): the retrieval heads raised the paraphrased questions' recall but lost two word-sharing ones
+    # behind the words; "sharper" keeps those and most of the gain.
+    pointer: str = "sharper"
     # What the passages are read after: None, the whole pot (distilled with the question to |C| when the
     # passages need the room: the pot, then the passages, then the question); 0, none of it, only the chat
     # template's opening (the pot ranks the passages and the document answers); N, a copy of the pot distilled
@@ -250,6 +254,14 @@ def words_per_attention(words: list[Bucket], config: EvidenceConfig) -> int:
     return config.words_per_attention if sharp else 0
 
 
+def attention_pointer(config: EvidenceConfig, interleave: int) -> str:
+    """Whose attention ranks for this question: config.pointer, but with "sharper" the retrieval heads when the
+    attention leads (interleave 0) and the later layers when it backs words that lead."""
+    if config.pointer != "sharper":
+        return config.pointer
+    return "retrieval-heads" if interleave == 0 else "later-layers"
+
+
 def verbatim_tail_start(pot: Pot) -> int:
     """The first document token of the pot's verbatim tail: from there on, every token read is held by every
     (layer, head), uncompressed (what was read since the last compression). Spans from there would repeat what
@@ -402,14 +414,18 @@ def find_evidence(
     # Only the question's own tokens count: the instruction and the template around it attend broadly (on a 16K
     # passkey pot the needle's bucket ranked 8th by the question's rows and 20th by the whole prompt's).
     before, question_ids = engine.question_parts(question)
-    rankings = []
-    if config.ranking in ("attention", "both"):
-        rankings.append(attention_ranking(engine, pot, question_ids, before, document_tokens, config, until, heads))
+    words: list[Bucket] = []
     if config.ranking in ("words", "both"):
         document_ids = torch.tensor(fetch(0, document_tokens), dtype=torch.int64)  # (T,)
         keys = engine.word_keys()
-        rankings.append(word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens))
-    buckets = rankings[0] if len(rankings) == 1 else fused(*rankings, words_per_attention(rankings[1], config))
+        words = word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens)
+    if config.ranking == "words":
+        buckets = words
+    else:
+        interleave = words_per_attention(words, config) if config.ranking == "both" else 0
+        pointing = replace(config, pointer=attention_pointer(config, interleave))
+        attention = attention_ranking(engine, pot, question_ids, before, document_tokens, pointing, until, heads)
+        buckets = fused(attention, words, interleave) if config.ranking == "both" else attention
     # The pot's verbatim tail is in the answer's context only when the whole pot is: otherwise a span there is
     # read like any other.
     held_from = until if config.pot_entries is None else document_tokens
@@ -448,7 +464,7 @@ def attention_ranking(
     the pot, best first (ranked_buckets); through the retrieval heads alone when config.pointer asks for them
     and `heads` fit the model."""
     attention = answer_attention(engine.model, pot, before, prompt_ids)  # (L, H_kv, n): the prompt's queries
-    if config.pointer == "retrieval-heads" and heads is not None and heads.fits(attention):
+    if config.pointer != "later-layers" and heads is not None and heads.fits(attention):
         attention = attention * heads.mask().to(attention.device)[:, :, None]  # (L, H_kv, n)
         config = replace(config, attention=replace(config.attention, first_layer_fraction=0.0))
     return ranked_buckets(pot, attention, document_tokens, config, until)

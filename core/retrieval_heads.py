@@ -8,9 +8,9 @@ on synthetic documents with facts hidden at spread depths (core.retrieval_tasks)
 the document's buckets by its own attention from the question's tokens, and the heads that most often rank
 the fact's bucket among their best few are kept.
 
-Measured on the bundled model (docs/benchmarks.md, "Retrieval heads"): four heads chosen this way put the
-answering sentence's bucket among the 3/6/12 best for 9/12/18 of 44 paraphrased development questions, where
-all heads of the later layers did for 4/6/9; on the 54 word-sharing questions 18/21/22 against 15/20/23.
+Measured on the bundled model (docs/benchmarks.md, "Retrieval heads"): the four heads chosen this way put the
+answering sentence's bucket among the 3/6/12 best for 5/14/17 of 44 paraphrased development questions, where
+all heads of the later layers did for 4/6/9; on the 54 word-sharing questions 18/22/24 against 15/20/23.
 """
 
 from __future__ import annotations

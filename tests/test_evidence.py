@@ -22,6 +22,7 @@ from infinipot.core.evidence import (
     Bucket,
     EvidenceConfig,
     Span,
+    attention_pointer,
     choose_spans,
     find_evidence,
     follow,
@@ -133,6 +134,18 @@ def test_the_sharper_pointer_leads_the_interleave():
     assert words_per_attention(words, replace(config, words_lead_score=0.0)) == 2  # 0: the words always lead
     with pytest.raises(ValueError, match="lead score"):
         EvidenceConfig(words_lead_score=-1.0)
+
+
+def test_the_retrieval_heads_point_when_the_attention_leads_the_later_layers_when_it_backs_the_words():
+    sharper = EvidenceConfig(pointer="sharper")
+    assert attention_pointer(sharper, 0) == "retrieval-heads"  # the words point weakly: the pot leads
+    assert attention_pointer(sharper, 2) == "later-layers"  # the words lead: the broad attention backs them
+    for fixed in ("retrieval-heads", "later-layers"):
+        assert (
+            attention_pointer(EvidenceConfig(pointer=fixed), 0)
+            == attention_pointer(EvidenceConfig(pointer=fixed), 2)
+            == fixed
+        )
 
 
 def test_a_span_is_cut_at_the_budget_edge():

@@ -32,7 +32,7 @@ def gather_evidence(
         return [], [f"{exc}; answering from the pot alone"]
     total = token_count(path)
     heads = None
-    if config.pointer == "retrieval-heads" and config.ranking != "words":
+    if config.pointer != "later-layers" and config.ranking != "words":
         heads = library.heads.get(stored.engine)
     spans = find_evidence(
         stored.engine,
