@@ -258,3 +258,22 @@ def test_bench_niah_answers_from_evidence_after_each_choice_of_context_and_repor
     # `--evidence` alone is the default context only: other results than this folder holds
     expect_one_line_error(capsys, [*argv[:-4], "--evidence", "--out", str(out)], "other settings")
     expect_one_line_error(capsys, [*argv[:-4], "--evidence-pot", "half", "--out", str(out)], "--evidence-pot")
+
+
+def test_bench_niah_finds_the_passages_by_the_pots_retrieval_heads_alone(
+    capsys, tmp_path, tiny_model_dir, infinipot_home
+):
+    out = tmp_path / "niah"
+    argv = ["--device", "cpu", "bench", "niah", "--model", tiny_model_dir, "--lengths", "600", "--depths", "0.5"]
+    argv += ["--trials", "1", "--methods", "infinipot", "--pot-size", "256", "--keep", "64", "--max-new-tokens", "3"]
+    argv += ["--evidence", "--evidence-ranking", "attention", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    header, record = jsonl(out / "niah.jsonl")
+    assert header["settings"]["evidence_ranking"] == "attention"
+    assert header["settings"]["evidence_pointer"] == EvidenceConfig().pointer
+    assert isinstance(record["evidence_alone_found"], bool) and record["evidence_alone_tokens"] > 0
+    assert "| infinipot+evidence-attention |" in (out / "niah.md").read_text()
+    (calibration,) = (infinipot_home / "models" / "retrieval-heads").glob("*.json")  # calibrated once, kept
+    assert json.loads(calibration.read_text())["heads"]
+    capsys.readouterr()
+    expect_one_line_error(capsys, [*argv[:-4], "--evidence", "--out", str(out)], "other settings")

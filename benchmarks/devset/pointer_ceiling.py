@@ -166,7 +166,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
                 "ranks": ranks,
                 "head_ranks": single.tolist(),
                 "draft": draft,
-                "draft_seconds": round(draft_seconds, 2),
+                "draft_seconds": None if draft_seconds is None else round(draft_seconds, 2),
             }
         )
         print(f"  {question['id']}: {ranks} best head {int(single.min())}", flush=True)
