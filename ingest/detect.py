@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import IngestError
-from .textdecode import sniff_text
+from .textdecode import NotText, sniff_text
 from .zipsafe import damaged
 
 SNIFF_BYTES = 64 << 10
@@ -144,7 +144,13 @@ def detect(path: Path, name: str, size: int) -> Detection:
         # Office saves password-protected files in the old container format.
         raise IngestError(f"'{name}' is password-protected; remove the password in Office, save it, and try again")
     _refuse_binary(head, name)
-    return _text_kind(_read_samples(path, size), name, _outer_suffix(name), None)
+    suffix = _outer_suffix(name)
+    try:
+        return _text_kind(_read_samples(path, size), name, suffix, None)
+    except NotText:
+        if suffix in _DOCUMENT_EXTENSIONS:  # a .pdf of random bytes: damaged, not "a binary file, not text"
+            raise damaged(name, _DOCUMENT_EXTENSIONS[suffix]) from None
+        raise
 
 
 def _refuse_binary(head: bytes, name: str) -> None:

@@ -47,6 +47,10 @@ def _ensure_error_handler() -> None:
         _handler_registered = True
 
 
+class NotText(IngestError):
+    """The bytes are no text in any encoding (a file detection may then name better, by its extension)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TextSniff:
     """What detection learned about a text file."""
@@ -122,7 +126,7 @@ def sniff_text(samples: list[bytes], name: str, *, markup: bool = False) -> Text
         # NUL runs alone are tolerated (crashed or preallocated logs); other control
         # bytes are what sets binary data apart from text in any 8-bit encoding.
         if controls > 0.02 * len(joined) or nuls > 0.3 * len(joined):
-            raise IngestError(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
+            raise NotText(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
         if _mostly_utf8(samples):
             encoding = "utf-8"
         elif markup:
@@ -132,7 +136,7 @@ def sniff_text(samples: list[bytes], name: str, *, markup: bool = False) -> Text
             encoding = _guess_legacy_encoding(joined, name)
     text = head[:65536].decode(encoding, errors="replace")
     if text.count("\ufffd") > 0.05 * max(1, len(text)):
-        raise IngestError(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
+        raise NotText(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
     newline = "\r" if "\n" not in text and "\r" in text else "\n"
     return TextSniff(encoding=encoding, newline=newline)
 
@@ -149,7 +153,7 @@ def _guess_legacy_encoding(sample: bytes, name: str) -> str:
     match = from_bytes(sample).best()
     encoding = normalize_encoding(match.encoding) if match is not None else None
     if encoding is None:
-        raise IngestError(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
+        raise NotText(f"'{name}' looks like a binary file, not text, so it cannot be read as a document")
     if encoding != "cp1252" and match.language in _WESTERN_LANGUAGES and _plausible_cp1252(sample):
         # On short samples charset-normalizer often picks a sibling code page
         # (ISO-8859-16, CP1250, Mac Roman) for Western text, turning "£" into "Ł".

@@ -38,6 +38,8 @@ def _bad_files(fixtures: os.PathLike, builders) -> dict[str, tuple[str, bytes]]:
     return {
         "zero-byte file": ("empty.txt", b""),
         "binary with .txt name": ("photo.txt", bytes(range(256)) * 64),
+        "random bytes named .pdf": ("bad.pdf", bytes(range(256)) * 64),
+        "random bytes named .docx": ("bad.docx", bytes(range(256)) * 64),
         "png image": ("scan.png", b"\x89PNG\r\n\x1a\n" + bytes(200)),
         "old word format": ("old.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)),
         "password-protected docx": ("protected.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)),
@@ -65,6 +67,8 @@ def _bad_files(fixtures: os.PathLike, builders) -> dict[str, tuple[str, bytes]]:
 CASES = [
     ("zero-byte file", "is empty"),
     ("binary with .txt name", "looks like a binary file"),
+    ("random bytes named .pdf", "'bad.pdf' is damaged or incomplete: it is not a readable PDF file"),
+    ("random bytes named .docx", "'bad.docx' is damaged or incomplete: it is not a readable Word (.docx) file"),
     ("png image", "is a PNG image"),
     ("old word format", "save it as .docx or PDF"),
     ("password-protected docx", "is password-protected"),
