@@ -53,7 +53,9 @@ class Documents:
         kind: str,
         pages: int | None,
     ) -> DocumentRecord:
-        """Insert the document, or refresh where it was seen last (same content under a new name or path)."""
+        """Insert the document, or refresh where it was seen last (the same content from a new path). A copy under
+        another name keeps the name the library knows it by, as a duplicate upload does in other document apps:
+        the entry a person chose is not renamed behind their back."""
         stamp = now()
         with write_transaction(self.db):
             doc_id = self.id_for(content_hash)
@@ -62,7 +64,7 @@ class Documents:
                 INSERT INTO documents (id, content_hash, name, path, size_bytes, mtime_ns, kind, pages,
                                        created_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET name = excluded.name, path = excluded.path,
+                ON CONFLICT (id) DO UPDATE SET path = excluded.path,
                     size_bytes = excluded.size_bytes, mtime_ns = excluded.mtime_ns, kind = excluded.kind,
                     pages = excluded.pages, updated_at = excluded.updated_at
                 """,

@@ -35,6 +35,18 @@ def test_read_ask_summarize_json_contract(capsys, tiny_model_dir, document):
     assert {"summary", "seconds"} <= summary.keys()
 
 
+def test_a_copy_under_another_name_keeps_the_librarys_name_and_says_so(capsys, tiny_model_dir, document):
+    read_args = ["--model", tiny_model_dir, "--pot-size", "128", "--keep", "48", "--json"]
+    first = run_json(capsys, ["read", str(document), *read_args])
+    copy = document.with_name("notes-copy.txt")
+    copy.write_bytes(document.read_bytes())
+    again = run_json(capsys, ["read", str(copy), *read_args])
+    assert again["doc_id"] == first["doc_id"] and again["reused"] is True and again["name"] == "notes.txt"
+    assert again["warnings"] == ["notes-copy.txt has the same content as notes.txt, already in the library"]
+    (listed,) = run_json(capsys, ["list", "--json"])["documents"]
+    assert listed["name"] == "notes.txt"  # not renamed to the copy's name
+
+
 def test_other_settings_read_again_instead_of_reusing(capsys, tiny_model_dir, document):
     base = ["read", str(document), "--model", tiny_model_dir, "--pot-size", "128", "--json"]
     assert run_json(capsys, base + ["--keep", "48"])["reused"] is False

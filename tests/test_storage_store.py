@@ -41,10 +41,11 @@ def test_documents_are_keyed_by_content_and_found_by_prefix_or_file(store):
     first = record_document(store)
     again = store.documents.record("ab" * 32, "renamed.txt", "/docs/renamed.txt", 100, 456, "text", 3)
     assert again.id == first.id == ("ab" * 32)[:16]
-    assert again.name == "renamed.txt" and again.pages == 3 and again.created_at == first.created_at
+    assert again.name == first.name != "renamed.txt"  # a copy under another name keeps the library's name
+    assert again.path == "/docs/renamed.txt" and again.pages == 3 and again.created_at == first.created_at
     other = record_document(store, "ac" * 32, "b.txt")
     assert [d.id for d in store.documents.with_prefix("a")] == [first.id, other.id]
-    assert store.documents.with_prefix("abab")[0].name == "renamed.txt"
+    assert store.documents.with_prefix("abab")[0].name == first.name
     assert store.documents.with_prefix("not-hex") == []
     assert store.documents.by_file("/docs/renamed.txt", 100, 456).id == first.id
     assert store.documents.by_file("/docs/renamed.txt", 100, 999) is None  # modified since: hash it again

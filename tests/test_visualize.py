@@ -154,6 +154,9 @@ def test_progress_text_shows_tokens_cycles_rate_and_eta():
     )
     assert 'value="250"' in render.progress_html(snapshot)
     assert render.progress_text({**snapshot, "status": "failed", "error": "bad file"}) == "book.pdf: failed: bad file"
+    note = "copy.pdf has the same content as book.pdf"
+    duplicate = {**snapshot, "status": "done", "reused": True, "warnings": [note]}
+    assert render.progress_text(duplicate).endswith(f"reused the stored pot · {note}")
     # What Resume does is said one way in the progress line and in the library table.
     cancelled = render.progress_text({**snapshot, "status": "cancelled"})
     assert cancelled.endswith("Resume continues from where it stopped") and "reads it again" not in cancelled

@@ -62,7 +62,7 @@ class FileReader:
         plan = plan_read(store, path, document, fingerprint, engine, follow)
         warnings: list[str] = [plan.warning] if plan.warning else []
         if plan.pot is not None:
-            doc_id = plan.document.id
+            doc_id, name = plan.document.id, plan.document.name
         else:
             stat = path.stat()
             doc = store.documents.record(
@@ -74,19 +74,21 @@ class FileReader:
                 document.kind,
                 document.pages,
             )
-            doc_id = doc.id
+            doc_id, name = doc.id, doc.name
+            if doc.name != document.name:
+                warnings.append(f"{document.name} has the same content as {doc.name}, already in the library")
             existing = store.pots.find(doc.id, engine.loaded.pot_key, config.identity())
             if existing is not None and existing.status == "complete" and plan.may_reuse:
                 try:
                     store.verify_pot(existing)
-                    return _reused_report(doc, existing, time.perf_counter() - started)
+                    return _reused_report(doc, existing, time.perf_counter() - started, warnings)
                 except DamagedFile as exc:
                     warnings.append(damage_warning(document.name, exc))
         record = store.claim_pot(doc_id, model_name, engine.loaded.pot_key, config.identity(), config.method)
         outcome = read_document(store, engine, document, record, interval, on_progress, plan.scope)
         if not follow:  # a followed log's ids would go stale at its next growth: written when first asked instead
             stored_token_ids(self.library.files, store.documents.get(doc_id), engine.loaded)
-        return _read_report(doc_id, document.name, outcome, started, warnings)
+        return _read_report(doc_id, name, outcome, started, warnings)
 
 
 def damage_warning(name: str, exc: DamagedFile) -> str:
@@ -110,7 +112,7 @@ def _read_report(doc_id: str, name: str, outcome: ReadOutcome, started: float, w
     )
 
 
-def _reused_report(doc: DocumentRecord, record: PotRecord, seconds: float) -> ReadReport:
+def _reused_report(doc: DocumentRecord, record: PotRecord, seconds: float, warnings: list[str]) -> ReadReport:
     return ReadReport(
         doc_id=doc.id,
         name=doc.name,
@@ -121,4 +123,5 @@ def _reused_report(doc: DocumentRecord, record: PotRecord, seconds: float) -> Re
         seconds=seconds,
         reused=True,
         pot_id=record.id,
+        warnings=warnings,
     )

@@ -128,6 +128,7 @@ class ReadJob:
             "elapsed_seconds": elapsed,
             "reused": bool(self.report and self.report.get("reused")),
             "resumed_from": (self.report or {}).get("resumed_from", 0),  # tokens a checkpoint saved re-reading
+            "warnings": list((self.report or {}).get("warnings", [])),  # a duplicate's note, a re-read damaged pot
         }
 
 

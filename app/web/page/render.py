@@ -117,7 +117,8 @@ def progress_text(snapshot: dict | None) -> str:
         return f"{name}: reading · " + " · ".join(parts)
     if status == "done":
         how = "reused the stored pot" if snapshot.get("reused") else f"read in {duration(snapshot['elapsed_seconds'])}"
-        return f"{name}: ready · " + " · ".join(parts) + f" · {how}"
+        notes = "".join(f" · {warning}" for warning in snapshot.get("warnings", []))
+        return f"{name}: ready · " + " · ".join(parts) + f" · {how}{notes}"
     if status == "cancelled":
         return f"{name}: cancelled · " + " · ".join(parts) + f" · {RESUME_CONTINUES}"
     if status == "interrupted":
