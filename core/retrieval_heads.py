@@ -16,7 +16,7 @@ all heads of the later layers did for 4/6/9; on the 54 word-sharing questions 18
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -166,13 +166,10 @@ def calibrate(engine: Engine, config: HeadsConfig = HeadsConfig()) -> RetrievalH
     if not ranks:
         raise CalibrationFailed("no synthetic fact could be found in its own document's tokens")
     stacked = torch.stack(ranks)  # (F, L, H_kv)
-    heads = choose_heads(stacked, config)
     layers, kv_heads = stacked.shape[1:]
-    chosen = torch.zeros(layers, kv_heads, dtype=torch.bool)
-    for layer, head in heads:
-        chosen[layer, head] = True
-    found = int((stacked[:, chosen] < config.top).any(dim=1).sum())
-    return RetrievalHeads(heads, layers, kv_heads, len(ranks), found, round(time.perf_counter() - began, 1))
+    chosen = RetrievalHeads(choose_heads(stacked, config), layers, kv_heads, len(ranks), 0, 0.0)
+    found = int((stacked[:, chosen.mask().bool()] < config.top).any(dim=1).sum())
+    return replace(chosen, found=found, seconds=round(time.perf_counter() - began, 1))
 
 
 def choose_heads(ranks: torch.Tensor, config: HeadsConfig) -> tuple[tuple[int, int], ...]:

@@ -56,14 +56,17 @@ class RetrievalHeadsShelf:
         self._found: dict[str, RetrievalHeads | None] = {}
         self._lock = threading.Lock()
 
+    def paths(self, identity: str) -> list[Path]:
+        """Where `identity`'s calibration may be kept, one path per models folder (core.gguf_models)."""
+        return [folder / FOLDER / heads_file_name(identity) for folder in models_folders(self.home)]
+
     def stored_path(self, identity: str) -> Path:
         """Where `identity`'s calibration is written (the last models folder: the home's own when writable)."""
-        return models_folders(self.home)[-1] / FOLDER / heads_file_name(identity)
+        return self.paths(identity)[-1]
 
     def stored(self, identity: str) -> RetrievalHeads | None:
         """The calibration kept for `identity` (looked for in every models folder), or None."""
-        for folder in models_folders(self.home):
-            path = folder / FOLDER / heads_file_name(identity)
+        for path in self.paths(identity):
             try:
                 heads = RetrievalHeads.from_dict(json.loads(path.read_text(encoding="utf-8")))
             except FileNotFoundError:
@@ -99,8 +102,8 @@ class RetrievalHeadsShelf:
         """Drop `identity`'s calibration (its model was deleted): the next use calibrates again."""
         with self._lock:
             self._found.pop(identity, None)
-            for folder in models_folders(self.home):
-                (folder / FOLDER / heads_file_name(identity)).unlink(missing_ok=True)
+            for path in self.paths(identity):
+                path.unlink(missing_ok=True)
 
     def _keep(self, identity: str, heads: RetrievalHeads) -> None:
         path = self.stored_path(identity)
