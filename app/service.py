@@ -394,6 +394,17 @@ class DocumentService:
         )
         return conversation_id
 
+    def record_stopped_question(self, doc_id: str, question: str, conversation_id: int | None) -> int:
+        """A question stopped before its answer began (the app's Stop while it waited for the model): kept in the
+        conversation with an empty answer marked stopped, as a later Stop keeps what was written; returns the
+        conversation's id."""
+        self.store.require_writable("keeping the stopped question in the conversation")
+        conversations = self.store.conversations
+        if conversation_id is None:
+            conversation_id = conversations.create(doc_id, None, question[:80]).id
+        conversations.append_many(conversation_id, [("user", question, None), ("assistant", "", {"stopped": True})])
+        return conversation_id
+
     def conversations(self, doc_id: str) -> list[dict]:
         return [asdict(c) for c in self.store.conversations.for_document(doc_id)]
 

@@ -61,3 +61,13 @@ def all_cores_for_the_default_model(request):
     torch.set_num_threads(os.cpu_count() or 1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Chromium (tests/browser_page.py); the test is skipped where it is missing, outside CI."""
+    from browser_page import start_browser
+
+    driver = start_browser(tmp_path / "chromium-profile")
+    yield driver
+    driver.quit()

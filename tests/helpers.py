@@ -9,6 +9,7 @@ import json
 import random
 import re
 import socket
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -121,14 +122,17 @@ def answer_args(**changes) -> list:
 
 
 def make_workspace(home: Path, pace: float = 0.0):
-    """The app's workspace on `home`, 1 MB upload limit, whose service sleeps `pace` s after every reader step and
-    `service.answer_pace` s before every answer piece, so a test can watch a read or an answer and stop it."""
+    """The app's workspace on `home`, 1 MB upload limit, whose service sleeps `pace` s after every reader step,
+    `service.answer_pace` s before every piece of an answer or a summary and `service.tail_pace` s after its last
+    one (`service.pieces_done` is then set), so a test can watch a read, an answer or a summary and stop it."""
     from infinipot.app.service import DocumentService
     from infinipot.app.web.jobs import ReadQueue
     from infinipot.app.web.workspace import Workspace
 
     class PacedService(DocumentService):
         answer_pace = 0.0
+        tail_pace = 0.0  # after an answer's or a summary's last piece: its sources (or note) come this much later
+        pieces_done = threading.Event()  # set when an answer or summary gave its last piece (a test clears it)
 
         def read(
             self,
@@ -151,10 +155,21 @@ def make_workspace(home: Path, pace: float = 0.0):
             pieces, stats, reused = super().ask(*args, **kwargs)
             return self._paced(pieces), stats, reused
 
+        def summarize(self, *args, on_part=None, **kwargs):
+            def paced_part(k, n):
+                if on_part is not None:
+                    on_part(k, n)
+                time.sleep(self.answer_pace)
+
+            pieces, stats = super().summarize(*args, on_part=paced_part, **kwargs)
+            return self._paced(pieces), stats
+
         def _paced(self, pieces):
             for piece in pieces:
                 time.sleep(self.answer_pace)
                 yield piece
+            self.pieces_done.set()
+            time.sleep(self.tail_pace)
 
     service = PacedService(home, device="cpu")
     return Workspace(service, ReadQueue(service), max_upload_bytes=1 << 20)

@@ -92,7 +92,7 @@ def test_ask_across_ready_documents_names_both_and_needs_two(workspace):
     assert update["value"] == [workspace.doc_ids[0]]
 
 
-def test_the_page_wires_the_question_features_and_stop_cancels_them(infinipot_home):
+def test_the_page_wires_the_question_features_and_stop_ends_them(infinipot_home):
     workspace = make_workspace(infinipot_home)  # building the page reads nothing
     try:
         blocks = build_app(workspace)
@@ -137,8 +137,12 @@ def test_the_page_wires_the_question_features_and_stop_cancels_them(infinipot_ho
 
     stop_button = next(id_ for id_, block in blocks.blocks.items() if block.elem_id == "ip-stop")
     cancelled = {i for fn in blocks.fns.values() if (stop_button, "click") in fn.targets for i in fn.cancels or []}
-    summaries = {events["summarize"]._id, events["summarize_new"]._id}
-    assert {reread._id, across._id, ask._id, *summaries} <= cancelled
+    assert {reread._id, across._id} <= cancelled
+    # The chat's answers and summaries end through their turn (handlers.mark_stopped, tests/test_ui_stop.py), so
+    # that their own stream stores and shows them: never cancelled in the middle of a piece.
+    page = [events[name] for name in ("answer_shown", "answer_submitted", "summary_shown", "new_summary_shown")]
+    assert all(fn.concurrency_id == ask.concurrency_id for fn in page)
+    assert not {fn._id for fn in page} & cancelled
 
     # Every answer setting is checked as the user types, into the Answers group's notice.
     notice = next(id_ for id_, block in blocks.blocks.items() if block.elem_id == "ip-answers-notice")
@@ -175,7 +179,7 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
             answer_from="evidence", evidence_tokens=100, evidence_pot="all", evidence_spans=2, max_new_tokens=5
         ),
     ):
-        *_, (history, _, chat, _) = handlers.ask(doc_id, QUESTION, chat, *values)
+        *_, (history, _, chat, _) = handlers.ask_api(doc_id, QUESTION, chat, *values)
 
     assert [s.answer_from for s in asked] == ["pot", "focus", "evidence"]
     assert asked[0].decoding == DecodingConfig(
@@ -216,9 +220,9 @@ def test_bad_answer_settings_get_one_line_as_typed_and_refuse_to_answer(infinipo
         handlers = Handlers(workspace)
         assert handlers.check_answers(*answer_args(**changes)) == f"Not valid: {message}"
         refusals = [
-            lambda values: handlers.ask("any", QUESTION, {}, *values),
-            lambda values: handlers.summarize("any", {}, *values),
-            lambda values: handlers.new_summary("any", {}, *values),
+            lambda values: handlers.ask_api("any", QUESTION, {}, *values),
+            lambda values: handlers.summary_api("any", {}, *values),
+            lambda values: handlers.summary_api("any", {}, *values, new=True),
             lambda values: QuestionFeatures(workspace).ask_across(["any", "other"], QUESTION, *values),
             lambda values: QuestionFeatures(workspace).reread("any", QUESTION, *values),
         ]
@@ -268,19 +272,21 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     workspace, small_parts, monkeypatch
 ):
     handlers, doc_id = Handlers(workspace), workspace.doc_ids[0]
-    # (status, the text of the summary's message in the chat) of every update the page gets
-    updates = [(u[0], u[1][-1]["content"]) for u in handlers.summarize(doc_id, {}, *answer_args(max_new_tokens=6))]
-    statuses = [status for status, _ in updates]
-    parts = [status for status in statuses if status.startswith("Summarizing part")]
-    n = int(re.fullmatch(r"Summarizing part 1 of (\d+)…", parts[0]).group(1))
-    assert n >= 2 and parts == [f"Summarizing part {k} of {n}…" for k in range(1, n + 1)]
-    assert statuses[0] == "Summarizing…" and statuses.index(parts[-1]) < statuses.index("Combining the parts…")
-    writing = [text for status, text in updates if status == "Writing the summary…"]
-    assert writing and statuses.index("Combining the parts…") < statuses.index("Writing the summary…")
-    assert all(text == "" for status, text in updates[: statuses.index("Writing the summary…")])
+    # (status line, the text of the summary's message in the chat) of every update the page gets: the stage of
+    # the work in the message's own bubble ("*Summarizing part 2 of 5…*") until the summary's words replace it
+    updates = [(u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, *answer_args(max_new_tokens=6))]
+    stages = [text for _, text in updates if re.fullmatch(r"\*.*…\*", text)]
+    parts = [stage for stage in stages if stage.startswith("*Summarizing part")]
+    n = int(re.fullmatch(r"\*Summarizing part 1 of (\d+)…\*", parts[0]).group(1))
+    assert n >= 2 and parts == [f"*Summarizing part {k} of {n}…*" for k in range(1, n + 1)]
+    assert stages[0] == "*Summarizing…*" and stages.index(parts[-1]) < stages.index("*Combining the parts…*")
+    texts = [text for _, text in updates]
+    writing = texts[texts.index("*Combining the parts…*") + 1 : -1]
+    assert writing and not any(text in stages for text in writing)
     assert all(
         a == b[: len(a)] for a, b in zip(writing, writing[1:], strict=False)
     )  # streamed: each update extends the last
+    assert all(status == "" for status, _ in updates[:-1])  # the stages are in the chat, not below the buttons
     note, summary = updates[-1]
     assert re.fullmatch(
         rf"Summary made from {n} parts in [\d.,]+ s and stored: .*New summary makes a fresh one\.", note
@@ -288,8 +294,8 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     assert summary == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
 
     # A second click: the stored summary at once, no parts.
-    again = [(u[0], u[1][-1]["content"]) for u in handlers.summarize(doc_id, {}, *answer_args(max_new_tokens=6))]
-    assert [status for status, _ in again if "part" in status] == []
+    again = [(u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, *answer_args(max_new_tokens=6))]
+    assert [text for _, text in again if "part" in text] == []
     assert again[-1] == ("The stored summary of this document, shown at once. New summary makes a fresh one.", summary)
 
     # New summary: made again, part by part, and stored in place of the first.
@@ -298,9 +304,9 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: made.append(k["new"]) or summarize(*a, **k))
     anew = [
         (u[0], u[1][-1]["content"])
-        for u in handlers.new_summary(doc_id, {}, *answer_args(max_new_tokens=6, temperature=1.5, seed=3))
+        for u in handlers.summary_api(doc_id, {}, *answer_args(max_new_tokens=6, temperature=1.5, seed=3), new=True)
     ]
-    assert made == [True] and f"Summarizing part {n} of {n}…" in [status for status, _ in anew]
+    assert made == [True] and f"*Summarizing part {n} of {n}…*" in [text for _, text in anew]
     assert anew[-1][0].startswith(f"Summary made from {n} parts in ")
     assert anew[-1][1] == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
     # Each summary is kept in a conversation, after the request that asked for it, like an answer.

@@ -4,76 +4,23 @@ opens a source it cites."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
-import shutil
 import time
 
 import pytest
+from browser_page import (
+    By,
+    normalized,
+    open_tab,
+    replace_value,
+    visible_text,
+    wait_for,
+)
 from helpers import make_workspace, running_app, tiny_settings, wait_until, wait_until_stable
 from tiny_models import save_model_folder, write_notes
 
-CHROMIUM = shutil.which("chromium")
-DRIVER = shutil.which("chromedriver")
-if not (CHROMIUM and DRIVER):
-    if os.environ.get("INFINIPOT_REQUIRE_BROWSER"):  # set by .ci/run, which installs them
-        raise RuntimeError("the browser test needs Debian's chromium and chromium-driver")
-    pytest.skip("needs Debian's chromium and chromium-driver (.ci/run installs them)", allow_module_level=True)
-webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
-
 pytestmark = pytest.mark.slow  # a browser and a server
-
-CHROMIUM_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1280,1800",
-)
-
-
-@pytest.fixture
-def browser(tmp_path):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)  # no selenium-manager
-    driver.implicitly_wait(0)
-    yield driver
-    driver.quit()
-
-
-def wait_for(check, what: str, timeout=180.0, every=0.25):
-    return wait_until(check, timeout, every, what=what, ignore=(Exception,))  # an error: the page is still rendering
-
-
-def visible_text(driver, css: str) -> str:
-    return driver.find_element(By.CSS_SELECTOR, css).text
-
-
-def open_tab(driver, name: str) -> None:
-    tab = next(b for b in driver.find_elements(By.CSS_SELECTOR, "button[role='tab']") if b.text.strip() == name)
-    tab.click()
-
-
-def replace_value(driver, css: str, value: str) -> None:
-    field = driver.find_element(By.CSS_SELECTOR, css)
-    field.send_keys(Keys.CONTROL, "a")
-    field.send_keys(value, Keys.TAB)
-
-
-def normalized(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):

@@ -25,3 +25,8 @@ class ModelShelf:
             if key not in self._models:
                 self._models[key] = load_model(spec, self.home)
             return self._models[key]
+
+    def any_loaded(self) -> bool:
+        """Whether some model is loaded (the first question of a session waits for one to load)."""
+        with self._lock:
+            return bool(self._models)

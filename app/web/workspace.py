@@ -11,6 +11,7 @@ import logging
 import queue
 import re
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from infinipot.app.ask.modes import ANSWER_MODES
 from infinipot.app.errors import USER_ERRORS, one_line
+from infinipot.app.library.documents import DocumentNotFound
 from infinipot.app.library.general_pot import latest_general_entry
 from infinipot.app.read.follow import LogFollower
 from infinipot.app.service import LOADED_POTS_KEPT, DocumentService
@@ -34,14 +36,20 @@ from infinipot.app.web.settings import (
     answer_choices,
     whole_number,
 )
+from infinipot.app.web.turns import SUMMARY, Turn, Turns
 from infinipot.app.web.wording import RESUME_CONTINUES, SUMMARY_REQUEST
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.precision import DTYPES, dtype_in_key
 from infinipot.core.scorers import METHODS
 from infinipot.ingest import open_document
 from infinipot.ingest.errors import IngestError
+from infinipot.storage.errors import NotStored
 
 log = logging.getLogger(__name__)
+# A document or conversation deleted while its turn was stored: nothing to keep.
+STORE_GONE = (sqlite3.IntegrityError, NotStored, DocumentNotFound)
+# A summary's stream says "wait" this often while a part is being made, so its reader can stop it.
+WAIT_TICK_SECONDS = 0.5
 _UNSAFE_NAME = re.compile(r"[^\w.\- ()\[\]]")
 FOLLOWING_USE = "followed as it grows; stop following it first"
 MAX_WINDOW = 4000  # tokens rendered at once in the "what the model kept" view
@@ -87,6 +95,7 @@ class Workspace:
         # it failed (a listing that ran while the delete committed).
         self._names: dict[str, str] = {}
         self._deleted: set[str] = set()
+        self.turns = Turns()  # questions and summary requests from when the page shows them until stored
         self.questions = QuestionDesk(service, reads, self.library, self.ready)  # re-read, ask across documents
         # growing logs followed by path; a followed document is in use until following stops
         self.follower = LogFollower(service.read, mark_in_use=lambda doc_id: service.in_use(doc_id, FOLLOWING_USE))
@@ -402,16 +411,46 @@ class Workspace:
     def summarize(self, doc_id: str, answer: dict | AnswerChoices, new: bool = False) -> Iterator[tuple[str, str]]:
         """The document's summary as it is made, as (kind, text) pairs: ("status", line) before the work and
         before each part ("Summarizing part 2 of 5…", "Combining the parts…"), ("piece", text) for each piece
-        of the summary, and a last ("done", line) saying how it was made. The stored summary comes at once
+        of the summary, ("wait", "") every WAIT_TICK_SECONDS without news (so that the reader can stop it), and a
+        last ("done", line) saying how it was made. The stored summary comes at once
         as one piece; `new` asks for a fresh one. Settings and the document are checked before it starts."""
         decoding = answer_choices(answer).answer_settings().decoding  # every setting checked, as for questions
         return self._summary_updates(self._ready(doc_id), decoding, new)
 
-    def record_summary(self, doc_id: str, summary: str, conversation_id: int | None, note: str) -> int | None:
-        """Keep a complete summary in the conversation, like an answer; None when the data folder is read-only."""
+    def record_summary(
+        self, doc_id: str, summary: str, conversation_id: int | None, note: str, stopped: bool = False
+    ) -> int | None:
+        """Keep a summary in the conversation, like an answer (a stopped one as far as it got, marked so, and not
+        as the document's summary); None when the data folder is read-only or the document is gone."""
         if self.service.store.read_only:
             return None
-        return self.service.record_summary(doc_id, SUMMARY_REQUEST, summary, conversation_id, {"note": note})
+        meta = {"note": note, "stopped": True} if stopped else {"note": note}
+        try:
+            return self.service.record_summary(doc_id, SUMMARY_REQUEST, summary, conversation_id, meta)
+        except STORE_GONE:
+            return None
+
+    def model_loaded(self) -> bool:
+        return self.service.library.models.any_loaded()
+
+    # -- turns: a question or a summary request from the moment the page shows it --------------------------
+    def open_turn(self, doc_id: str, kind: str, text: str, conversation_id: int | None) -> str:
+        return self.turns.open(doc_id, kind, text, conversation_id)
+
+    def stop_turn(self, turn_id: str | None, wait: float = 10.0) -> Turn | None:
+        """Stop a turn (app/web/turns.py); one that had not started is stored here, asked and stopped."""
+
+        def record_unstarted(turn: Turn) -> int | None:
+            if turn.kind == SUMMARY:
+                return self.record_summary(turn.doc_id, "", turn.conversation_id, "stopped", stopped=True)
+            if self.service.store.read_only:
+                return None
+            try:
+                return self.service.record_stopped_question(turn.doc_id, turn.text, turn.conversation_id)
+            except STORE_GONE:
+                return None
+
+        return self.turns.stop(turn_id, record_unstarted, wait)
 
     def _summary_updates(self, doc_id: str, decoding, new: bool) -> Iterator[tuple[str, str]]:
         """Summarize in a thread, so the parts' progress (reported inside one step of the service's stream)
@@ -446,7 +485,11 @@ class Workspace:
         threading.Thread(target=work, name="infinipot-summary", daemon=True).start()
         try:
             while True:
-                kind, value = updates.get()
+                try:
+                    kind, value = updates.get(timeout=WAIT_TICK_SECONDS)
+                except queue.Empty:  # no news: the reader may look whether it was stopped
+                    yield "wait", ""
+                    continue
                 if kind == "error":
                     raise value
                 yield kind, value

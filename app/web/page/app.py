@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import gradio as gr
@@ -82,6 +83,8 @@ class InfiniPotApp:
                     c.summarize = gr.Button("Summarize this file", elem_id="ip-summarize")
                     c.new_summary = gr.Button("New summary", elem_id="ip-new-summary")
                 c.summary_status = gr.Markdown(elem_id="ip-summary-status")
+                # Never shown: they carry the /ask, /summarize and /summarize_new APIs (wire_events).
+                c.ask_api, c.summary_api, c.new_summary_api = (gr.Button(visible=False) for _ in range(3))
                 self.questions.layout(c)
             with gr.Tab("What the model kept", id=KEPT_TAB) as c.kept_tab:
                 with gr.Row():
@@ -359,26 +362,56 @@ class InfiniPotApp:
         c.keep_document.click(h.keep_document, None, [c.notice, *confirm], api_visibility="undocumented")
         self.follow_panel.wire(c, settings)
 
-        ask = dict(
-            fn=h.ask,
-            inputs=[c.doc, c.question, c.chat, *answers],  # the API: doc, question, then the answers (state left out)
-            outputs=[c.chatbot, c.question, c.chat, c.history],
+        # The question is in the chat at once (not queued); its answer waits for the model, one at a time.
+        question_shown = dict(fn=h.show_question, inputs=[c.doc, c.question, c.chatbot, c.chat, *answers])
+        question_shown.update(outputs=[c.chatbot, c.question, c.chat], queue=False, show_progress="hidden")
+        ask = dict(fn=h.ask, inputs=[c.chat, *answers], outputs=[c.chatbot, c.chat, c.history])
+        ask.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden")
+        c.ask.click(**question_shown, api_name="show_question", api_visibility="private").success(
+            **ask, api_name="answer_shown", api_visibility="private"
+        )
+        c.question.submit(**question_shown, api_name="show_submitted", api_visibility="private").success(
+            **ask, api_name="answer_submitted", api_visibility="private"
+        )
+        request = dict(fn=h.show_summary_request, inputs=[c.doc, c.chatbot, c.chat, *answers])
+        request.update(outputs=[c.summary_status, c.chatbot, c.chat], queue=False, show_progress="hidden")
+        summary = dict(inputs=[c.chat, *answers], outputs=[c.summary_status, c.chatbot, c.chat, c.history])
+        summary.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden")
+        c.summarize.click(**request, api_name="show_summary", api_visibility="private").success(
+            h.summarize, **summary, api_name="summary_shown", api_visibility="private"
+        )
+        c.new_summary.click(**request, api_name="show_new_summary", api_visibility="private").success(
+            h.new_summary, **summary, api_name="new_summary_shown", api_visibility="private"
+        )
+        # The same for other programs (gradio_client): one call that asks and streams the answer or summary.
+        c.ask_api.click(
+            h.ask_api,
+            [c.doc, c.question, c.chat, *answers],
+            [c.chatbot, c.question, c.chat, c.history],
+            api_name="ask",
             concurrency_id="model",
             concurrency_limit=1,
         )
-        asked = c.ask.click(**ask, api_name="ask")
-        submitted = c.question.submit(**ask, api_visibility="undocumented")
-        summary = dict(
+        summary_api = dict(
             inputs=[c.doc, c.chat, *answers],
             outputs=[c.summary_status, c.chatbot, c.chat, c.history],
             concurrency_id="model",
+            concurrency_limit=1,
         )
-        summarized = c.summarize.click(h.summarize, **summary, api_name="summarize", concurrency_limit=1)
-        renewed = c.new_summary.click(h.new_summary, **summary, api_name="summarize_new", concurrency_limit=1)
+        for button, fn, name in (
+            (c.summary_api, h.summary_api, "summarize"),
+            (c.new_summary_api, functools.partial(h.summary_api, new=True), "summarize_new"),
+        ):
+            button.click(fn, **summary_api, api_name=name)
         question_events = self.questions.wire(c, blocks, answers)
-        stoppable = [asked, submitted, summarized, renewed, *question_events]
+        # Stop ends a chat answer or summary through its turn (handlers.mark_stopped), so the answer's own stream
+        # stores it and shows it as stored; the side features below the chat are cancelled.
         c.stop.click(
-            h.mark_stopped, [c.chatbot, c.chat], [c.chatbot, c.chat], cancels=stoppable, api_visibility="undocumented"
+            h.mark_stopped,
+            [c.chatbot, c.chat],
+            [c.chatbot, c.chat, c.history],
+            cancels=question_events,
+            api_visibility="undocumented",
         )
         c.new_chat.click(h.new_chat, c.doc, [c.chatbot, c.chat, c.history], api_name="new_chat")
         c.history.input(h.open_conversation, [c.history, c.doc], [c.chatbot, c.chat], api_visibility="undocumented")

@@ -14,6 +14,7 @@ import pandas as pd
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.web.numbers import whole_number
 from infinipot.app.web.page import render, sources
+from infinipot.app.web.turns import QUESTION, SUMMARY
 from infinipot.app.web.wording import SUMMARY_REQUEST
 
 ALL_HEADS = "all heads"
@@ -90,6 +91,36 @@ def _chat(messages: list[dict]) -> list[dict]:
         )
         for m in messages
     ]
+
+
+# In the answer's bubble until its first words come.
+PENDING_ANSWER = "*Finding the answer in the document…*"
+PENDING_FIRST_ANSWER = "*Loading the model (the first question of a session waits for it), then finding the answer…*"
+EMPTY_ANSWER = "(the model gave an empty answer)"
+
+
+# How long Stop waits for the answer being written to end and be stored, before it shows the answer marked
+# stopped as it stands (the answer's stream then shows the stored one once the model gives its next piece).
+STOP_WAIT_SECONDS = 2.0
+
+
+def _is_waiting(content) -> bool:
+    """Whether a Chatbot message's content (a string, or the page's list of parts) is a line saying what the
+    answer waits for (PENDING_ANSWER, a stage of a summary), not words of an answer."""
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    text = (content or "").strip()
+    return text.startswith("*") and text.endswith("…*")
+
+
+def _stage(text: str) -> str:
+    """A step of the work, shown in the answer's bubble until the answer's first words replace it."""
+    return f"*{text.strip()}*"
+
+
+def _not_done(what: str, exc: BaseException) -> dict:
+    """The answer's bubble when the question could not be answered: the reason in one line, not a red badge."""
+    return {"role": "assistant", "content": f"**{what}:** {sources.markdown_text(one_line(exc))}"}
 
 
 def _with_stopped_mark(content):
@@ -222,24 +253,74 @@ class Handlers:
 
     # -- chat --------------------------------------------------------------------------------------
     @user_errors
-    def ask(self, doc_id, question, chat, *answer):
-        """Stream the answer into this session's conversation (a new one unless one is open for this document),
-        with the Settings tab's answer choices (`answer`: values in ANSWER_NAMES order)."""
+    def show_question(self, doc_id, question, history, chat, *answer):
+        """The question in the chat the moment it is sent, with a line saying what happens until the first
+        words, and the box emptied; the queued answer (ask) takes it from there. A question that cannot be
+        asked (no document chosen, an empty box) is one line, and nothing is shown."""
+        question = (question or "").strip()
+        if not question:
+            raise ValueError("type a question first")
+        self.ws.check_answers(answers_from_values(answer))  # impossible settings: one line, nothing asked
+        self.ws.ready(doc_id)
         conversation_id = self._continued(chat, doc_id)
-        pieces, stats = self.ws.ask(doc_id, question, answers_from_values(answer), conversation_id)
-        chat = self._chat_state(doc_id, conversation_id)
-        history = _chat(self.ws.messages(conversation_id))
-        history += [{"role": "user", "content": question.strip()}, {"role": "assistant", "content": ""}]
-        streaming = {**chat, "streaming": True}  # Stop marks the answer only while one is being written
-        yield history, "", streaming, gr.skip()
-        for piece in pieces:
-            history[-1]["content"] += piece
-            yield history, "", streaming, gr.skip()
-        answer = history[-1]["content"].strip() or "(the model gave an empty answer)"
-        history[-1] = sources.chat_message("assistant", answer, stats.citations, answerable=stats.answerable)
-        chat = self._chat_state(doc_id, stats.conversation_id)
+        turn = self.ws.open_turn(doc_id, QUESTION, question, conversation_id)
+        waiting = PENDING_ANSWER if self.ws.model_loaded() else PENDING_FIRST_ANSWER
+        shown = [*(history or []), {"role": "user", "content": question}, {"role": "assistant", "content": waiting}]
+        return shown, "", {**self._chat_state(doc_id, conversation_id), "turn": turn}
+
+    def ask(self, chat, *answer):
+        """Stream the answer to the question show_question put in the chat, with the Settings tab's answer
+        choices (`answer`: values in ANSWER_NAMES order); once it is stored, the chat shows it as stored."""
+        turn_id = (chat or {}).get("turn")
+        turn = self.ws.turns.start(turn_id)
+        if turn is None:  # stopped before it started: Stop stored it and shows it
+            yield gr.skip(), gr.skip(), gr.skip()
+            return
+        earlier = _chat(self.ws.messages(turn.conversation_id))
+        asked = {"role": "user", "content": turn.text}
+        conversation_id = None
+        try:
+            pieces, stats = self.ws.ask(turn.doc_id, turn.text, answers_from_values(answer), turn.conversation_id)
+            history = [*earlier, asked, {"role": "assistant", "content": ""}]
+            try:
+                for piece in pieces:
+                    if turn.stopped:  # Stop: the answer ends at its next piece
+                        break
+                    history[-1]["content"] += piece
+                    yield history, chat, gr.skip()
+            finally:
+                pieces.close()  # an answer stopped before its end is stored as far as it got, marked stopped
+                conversation_id = stats.conversation_id
+        except USER_ERRORS as exc:
+            yield (
+                [*earlier, asked, _not_done("Not answered", exc)],
+                self._chat_state(turn.doc_id, turn.conversation_id),
+                gr.skip(),
+            )
+            return
+        finally:
+            self.ws.turns.finish(turn_id, conversation_id)
+        if conversation_id is None:  # not stored (a read-only data folder): shown as written
+            answer_text = history[-1]["content"].strip() or EMPTY_ANSWER
+            history[-1] = sources.chat_message("assistant", answer_text, stats.citations, answerable=stats.answerable)
+            yield history, self._chat_state(turn.doc_id, turn.conversation_id), gr.skip()
+            return
+        yield self._stored_chat(turn.doc_id, conversation_id)
+
+    def ask_api(self, doc_id, question, chat, *answer):
+        """The /ask API: (chat, question box, chat state, conversations) as the question is shown and answered."""
+        history, box, chat = self.show_question(doc_id, question, [], chat, *answer)
+        for shown, state, conversations in self.ask(chat, *answer):
+            yield shown, box, state, conversations
+
+    def _stored_chat(self, doc_id, conversation_id: int) -> tuple[list[dict], dict, dict]:
+        """(chat, chat state, conversations): the conversation as stored, which is what a reload shows."""
         choices = _conversation_choices(self.ws.conversations(doc_id))
-        yield history, "", chat, gr.update(choices=choices, value=stats.conversation_id)
+        return (
+            _chat(self.ws.messages(conversation_id)),
+            self._chat_state(doc_id, conversation_id),
+            gr.update(choices=choices, value=conversation_id),
+        )
 
     def _continued(self, chat: dict | None, doc_id) -> int | None:
         """The conversation this session adds to: the one it started or opened for this document, while it is
@@ -262,11 +343,21 @@ class Handlers:
         }
 
     def mark_stopped(self, history, chat):
-        """Stop was pressed: the answer being written ends with the stopped mark at once (as it is stored)."""
-        history, chat = list(history or []), dict(chat or {})
-        if chat.pop("streaming", False) and history and history[-1].get("role") == "assistant":
-            history[-1] = {**history[-1], "content": _with_stopped_mark(history[-1].get("content"))}
-        return history, chat
+        """Stop was pressed: the answer or summary being written ends at its next piece, and the chat shows it
+        as stored, which is what a reload shows (the answer's own stream shows it so too once it has ended);
+        nothing changes when none was being written."""
+        chat = dict(chat or {})
+        turn = self.ws.stop_turn(chat.pop("turn", None), wait=STOP_WAIT_SECONDS)
+        if turn is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        if turn.finished.is_set() and turn.conversation_id is not None:
+            return self._stored_chat(turn.doc_id, turn.conversation_id)
+        # Still between pieces (the model is finding the passages), or not stored (a read-only data folder).
+        history = list(history or [])
+        if history and history[-1].get("role") == "assistant":
+            content = history[-1].get("content")
+            history[-1] = {**history[-1], "content": _with_stopped_mark("" if _is_waiting(content) else content)}
+        return history, gr.skip(), gr.skip()
 
     def new_chat(self, doc_id):
         return [], {"doc_id": doc_id, "conversation_id": None}, gr.update(value=None)
@@ -281,38 +372,81 @@ class Handlers:
         start = self.ws.source_start(doc_id, sources.source_token(event.value))
         return start, gr.update(selected=KEPT_TAB)
 
-    def summarize(self, doc_id, chat, *answer):
-        """(status line, chat, chat state, conversations): the summary as a message of the conversation, the stored
-        one at once, else progress by part and then the summary streamed; kept in the conversation once complete."""
-        yield from self._summary(doc_id, chat, answer, new=False)
-
-    def new_summary(self, doc_id, chat, *answer):
-        """A fresh summary in place of the stored one."""
-        yield from self._summary(doc_id, chat, answer, new=True)
-
     @user_errors
-    def _summary(self, doc_id, chat, answer: tuple, new: bool):
+    def show_summary_request(self, doc_id, history, chat, *answer):
+        """ "Summarize this file" in the chat the moment it is pressed, with the first step in the answer's
+        bubble; the queued summary (summarize or new_summary) takes it from there."""
+        self.ws.check_answers(answers_from_values(answer))
+        self.ws.ready(doc_id)
         conversation_id = self._continued(chat, doc_id)
-        updates = self.ws.summarize(doc_id, answers_from_values(answer), new)
-        earlier = _chat(self.ws.messages(conversation_id)) + [{"role": "user", "content": SUMMARY_REQUEST}]
+        turn = self.ws.open_turn(doc_id, SUMMARY, SUMMARY_REQUEST, conversation_id)
+        request = {"role": "user", "content": SUMMARY_REQUEST}
+        shown = [*(history or []), request, {"role": "assistant", "content": _stage("Starting the summary…")}]
+        return "", shown, {**self._chat_state(doc_id, conversation_id), "turn": turn}
+
+    def summary_api(self, doc_id, chat, *answer, new: bool = False):
+        """The /summarize and /summarize_new APIs: (status, chat, chat state, conversations) as it is made."""
+        status, history, chat = self.show_summary_request(doc_id, [], chat, *answer)
+        yield from self._summary(chat, answer, new)
+
+    def summarize(self, chat, *answer):
+        """(status line, chat, chat state, conversations): the summary as a message of the conversation, the stored
+        one at once, else its stage ("part 2 of 5") in its bubble and then the summary streamed; kept in the
+        conversation once complete, or as far as it got when stopped."""
+        yield from self._summary(chat, answer, new=False)
+
+    def new_summary(self, chat, *answer):
+        """A fresh summary in place of the stored one."""
+        yield from self._summary(chat, answer, new=True)
+
+    def _summary(self, chat, answer: tuple, new: bool):
+        turn_id = (chat or {}).get("turn")
+        turn = self.ws.turns.start(turn_id)
+        if turn is None:  # stopped before it started: Stop stored it and shows it
+            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return
+        earlier = _chat(self.ws.messages(turn.conversation_id)) + [{"role": "user", "content": SUMMARY_REQUEST}]
 
         def shown(text: str) -> list[dict]:  # a new list per update: the page gets each state of the stream
             return [*earlier, {"role": "assistant", "content": text}]
 
-        streaming = {**self._chat_state(doc_id, conversation_id), "streaming": True}
-        text = ""
-        for kind, value in updates:
-            if kind == "piece":
-                text += value
-                yield "Writing the summary…", shown(text), streaming, gr.skip()
-            elif kind == "status":
-                yield value, shown(text), streaming, gr.skip()
-            else:  # done
-                summary = text.strip() or "(the model gave an empty summary)"
-                kept = self.ws.record_summary(doc_id, summary, conversation_id, value)
-                chat = self._chat_state(doc_id, kept if kept is not None else conversation_id)
-                choices = _conversation_choices(self.ws.conversations(doc_id))
-                yield value, shown(summary), chat, gr.update(choices=choices, value=chat["conversation_id"])
+        text, note, conversation_id = "", None, None
+        try:
+            updates = self.ws.summarize(turn.doc_id, answers_from_values(answer), new)
+            for kind, value in updates:
+                if turn.stopped:  # Stop: the summary ends here (closing its updates ends its work)
+                    updates.close()
+                    break
+                if kind == "piece":
+                    text += value
+                    yield "", shown(text), chat, gr.skip()
+                elif kind == "status":
+                    yield "", shown(text or _stage(value)), chat, gr.skip()
+                elif kind == "done":
+                    note = value
+            if note is None:  # stopped: the finally below keeps it
+                return
+            summary = text.strip() or "(the model gave an empty summary)"
+            conversation_id = self.ws.record_summary(turn.doc_id, summary, turn.conversation_id, note)
+        except USER_ERRORS as exc:
+            note = ""
+            yield (
+                "",
+                [*earlier, _not_done("Not summarized", exc)],
+                self._chat_state(turn.doc_id, turn.conversation_id),
+                gr.skip(),
+            )
+            return
+        finally:
+            if note is None:  # stopped: kept in the conversation as far as it got, not as the document's summary
+                conversation_id = self.ws.record_summary(
+                    turn.doc_id, text.strip(), turn.conversation_id, "stopped", stopped=True
+                )
+            self.ws.turns.finish(turn_id, conversation_id)
+        if conversation_id is None:  # not stored (a read-only data folder): shown as written
+            yield note, shown(summary), self._chat_state(turn.doc_id, turn.conversation_id), gr.skip()
+            return
+        yield note, *self._stored_chat(turn.doc_id, conversation_id)
 
     # -- what the model kept -----------------------------------------------------------------------
     @user_errors

@@ -1,0 +1,820 @@
+"""Walk through the web app as a new user would and take named screenshots of issue 33's items.
+
+The same walk runs against any checkout, so the screenshots of the old code ("before") and of the fixed code
+("after") can be put side by side:
+
+    .venv/bin/python benchmarks/app_walk.py --repo /tmp/before --home /tmp/walk-home-before \\
+        --out bench-results/walk/before [--only item1,item3] [--port 7871]
+
+--repo is the checkout whose app runs: `python -m infinipot.app.cli ui` with this interpreter's packages and
+`infinipot` imported from ROOT (a symlink on PYTHONPATH). --home is an INFINIPOT_HOME whose documents are already
+read, so the walk does not wait for reading; pass a copy, since the walk uploads, asks and deletes there through the
+app. Item 10 (the first screen) runs first, on an empty home of its own. --only picks items by number ("item1",
+"item01" or "1"). Needs /usr/bin/chromium and /usr/bin/chromedriver.
+
+Screenshots are OUT/itemNN-*.png at a 1400x1000 viewport (full-page ones are as tall as the page); OUT/walk.log
+says what each one shows, with the texts the walk read on the page. A step that fails (a selector that changed, a
+wait that ran out) is logged there and the walk goes on; walk.log is appended to, so a rerun of one item adds to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+VIEWPORT = (1400, 1000)  # the size issue 33 was seen at
+DOCS = Path(__file__).resolve().parents[1] / "bench-results" / "devset-docs"
+PDF = "libtasn1.pdf"
+OTHER_PDF = "shared-mime-info-spec.pdf"
+STORY = "story.txt"
+STORY_PART = "story-walk.txt"  # the first two fifths of story.txt, read by the app in item 6
+LICENSE_QUESTION = "Under which license is this manual distributed?"
+STOP_QUESTIONS = ("What is ASN.1?", "Which function decodes a DER structure?", "What does asn1_create_element do?")
+WAIT_QUESTION = "How do I parse a DER file?"
+ACROSS_QUESTION = "What does each of these documents describe?"
+ANSWERED = ("Sources:", "Closest passages:")  # the line under a complete answer
+STREAMING = "Loading content"  # Gradio's placeholder in a bubble still being written
+# The paper's words that issue 33 item 2 finds on the page.
+RESEARCH_WORDS = re.compile(r"\b(?:pots?|CaP(?:-Q)?|NuC|KV heads?|catalyst|entries)\b|\|[MC]\|", re.IGNORECASE)
+NOTE = (
+    "Harbour notes, spring.\n\n"
+    "The north pier was painted in March. The crew used a grey paint that dries in two hours, and the work took "
+    "four days because of the rain.\n\n"
+    "The ferry timetable changes on the first of May: boats leave at 7:40, 12:10 and 17:30, and the last boat on "
+    "Sundays leaves at 16:00.\n\n"
+    "The harbour office is open from nine to five. Questions about moorings go to the harbour master, Ines Varga.\n"
+)
+ANSWER_SECONDS = 300  # an answer on a 2-core machine with the bundled model: ~10-30 s, more behind another one
+READ_SECONDS = 300
+
+
+class Log:
+    """walk.log: what each screenshot shows, the texts read on the page, and every step that failed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.started = time.monotonic()
+        self.failures: list[str] = []
+
+    def line(self, text: str) -> None:
+        stamped = f"[{time.monotonic() - self.started:7.1f} s] {text}"
+        print(stamped, flush=True)
+        with self.path.open("a", encoding="utf-8") as log:
+            log.write(stamped + "\n")
+
+    def text(self, label: str, text: str, limit: int = 2000) -> None:
+        """A text read on the page, on one line."""
+        flat = " | ".join(line.strip() for line in text.splitlines() if line.strip())
+        self.line(f"    {label}: {flat[:limit]}{'…' if len(flat) > limit else ''}")
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        message = f"{what}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        self.failures.append(message)
+        self.line(f"FAILED {message}")
+
+
+def wait_for(check: Callable, what: str, timeout: float, every: float = 0.25):
+    """check()'s first truthy value; a page still rendering (a stale or missing element) counts as not yet."""
+    end = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(WebDriverException, StopIteration, IndexError):
+            if value := check():
+                return value
+        if time.monotonic() > end:
+            raise TimeoutError(f"{what}: not within {timeout:g} s")
+        time.sleep(every)
+
+
+def wait_stable(read: Callable[[], str], done: Callable[[str], bool], what: str, settle: float, timeout: float) -> str:
+    """read()'s value once done(value) holds and it has not changed for `settle` seconds."""
+    end = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        with contextlib.suppress(WebDriverException):
+            value = read()
+            if value != last:
+                last, since = value, time.monotonic()
+            elif done(value) and time.monotonic() - since >= settle:
+                return value
+        time.sleep(0.25)
+    raise TimeoutError(f"{what}: not settled within {timeout:g} s")
+
+
+def package_path(repo: Path, folder: Path) -> Path:
+    """A PYTHONPATH folder where `import infinipot` is ROOT (its subpackages map to ROOT's folders), checked."""
+    folder.mkdir()
+    (folder / "infinipot").symlink_to(repo.resolve(), target_is_directory=True)
+    probe = "import importlib; print(importlib.import_module('infinipot.app.cli.main').__file__)"
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    run = subprocess.run([sys.executable, "-c", probe], env=env, cwd=folder, capture_output=True, text=True)
+    found = run.stdout.strip()
+    if run.returncode or not Path(found).resolve().is_relative_to(repo.resolve()):
+        raise RuntimeError(f"infinipot does not import from {repo}: {found or run.stderr.strip()}")
+    return folder
+
+
+def answering(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def app_server(pythonpath: Path, home: Path, port: int, log_file: Path) -> Iterator[str]:
+    """The app of the checkout on PYTHONPATH, serving `home` on loopback; its output goes to log_file."""
+    url = f"http://127.0.0.1:{port}/"
+    if answering(url):
+        raise RuntimeError(f"port {port} is already in use")
+    command = [sys.executable, "-m", "infinipot.app.cli", "ui", "--host", "127.0.0.1", "--port", str(port)]
+    env = {**os.environ, "INFINIPOT_HOME": str(home), "PYTHONPATH": str(pythonpath)}
+    with log_file.open("ab") as sink:
+        server = subprocess.Popen(command, env=env, cwd=pythonpath, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: server.poll() is not None or answering(url), "the app to start", 180, every=1)
+        if server.poll() is not None:
+            raise RuntimeError(f"the app exited with {server.returncode}; see {log_file}")
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@contextlib.contextmanager
+def chromium(profile: Path) -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*CHROMIUM_FLAGS, f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        width, height = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        driver.set_window_size(2 * VIEWPORT[0] - width, 2 * VIEWPORT[1] - height)  # the viewport, not the window
+        yield driver
+    finally:
+        driver.quit()
+
+
+class Walk:
+    """The browser on the app: finding, clicking, waiting, screenshots and the log."""
+
+    def __init__(self, driver: webdriver.Chrome, url: str, out: Path, log: Log, scratch: Path) -> None:
+        self.driver = driver
+        self.url = url
+        self.out = out
+        self.log = log
+        self.scratch = scratch  # files to upload are written here
+
+    @contextlib.contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        """A step whose failure is logged; the walk goes on after it."""
+        self.log.line(f"-- {what}")
+        try:
+            yield
+        except Exception as exc:  # any failure: logged, and the next step runs
+            self.log.failed(what, exc)
+
+    # -- the page ----------------------------------------------------------------------------------
+    def open(self) -> None:
+        self.driver.get(self.url)
+        wait_for(lambda: self.find("#ip-document input"), "the page", 120)
+        wait_for(lambda: self.find("#ip-library").text.strip(), "the library table", 60)
+        time.sleep(2)  # the load event fills the library and chooses a document
+
+    def find(self, css: str):
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def text(self, css: str) -> str:
+        return self.find(css).text
+
+    def scroll_to(self, css: str) -> None:
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", self.find(css))
+        time.sleep(0.5)
+
+    def scroll_top(self) -> None:
+        self.driver.execute_script("window.scrollTo(0, 0)")
+        time.sleep(0.5)
+
+    def click(self, css: str) -> float:
+        """Click the element; returns when, for timed screenshots."""
+        self.find(css).click()
+        return time.monotonic()
+
+    def press(self, label: str) -> float:
+        """Click the visible button whose text starts with `label` (case-insensitive)."""
+        buttons = self.driver.find_elements(By.TAG_NAME, "button")
+        wanted = label.lower()
+        button = next((b for b in buttons if b.is_displayed() and b.text.strip().lower().startswith(wanted)), None)
+        if button is None:
+            raise LookupError(f"no visible button {label!r}")
+        button.click()
+        return time.monotonic()
+
+    def open_tab(self, name: str) -> None:
+        """The tab whose name starts with `name` (case-insensitive): names may change a little."""
+        tabs = self.driver.find_elements(By.CSS_SELECTOR, "button[role='tab']")
+        tab = next((t for t in tabs if t.text.strip().lower().startswith(name.lower())), None)
+        if tab is None:
+            raise LookupError(f"no tab {name!r}; the tabs: {[t.text.strip() for t in tabs]}")
+        self.scroll_top()
+        tab.click()
+        time.sleep(1.5)
+
+    def pick_option(self, field_css: str, name: str) -> None:
+        """Type `name` into a dropdown and click the option that holds it."""
+        field = self.find(field_css)
+        field.click()
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys(name)
+        options = lambda: self.driver.find_elements(By.CSS_SELECTOR, "[role='option']")  # noqa: E731
+        option = wait_for(lambda: next(o for o in options() if o.is_displayed() and name in o.text), name, 15)
+        option.click()
+
+    def choose(self, name: str) -> None:
+        """The document `name` in the Document dropdown (nothing happens when it is the chosen one already)."""
+        if name in self.find("#ip-document input").get_attribute("value"):
+            return
+        self.pick_option("#ip-document input", name)
+        wait_for(lambda: name in self.find("#ip-document input").get_attribute("value"), f"{name} chosen", 15)
+        time.sleep(2)  # the chat and the kept view follow the choice
+
+    def chat_about(self, name: str, new: bool = True) -> None:
+        """The Chat tab of document `name`, a new conversation unless new=False, the page at its top."""
+        self.choose(name)
+        self.open_tab("Chat")
+        if new:
+            self.press("New chat")
+            time.sleep(1.5)
+        self.scroll_top()
+
+    def upload(self, path: Path) -> None:
+        self.open_tab("Library")
+        self.find("#ip-upload input[type='file']").send_keys(str(path))
+
+    def library_rows(self) -> list[str]:
+        """The library table's rows, each its cells joined by ' | '; read from the page's DOM, so also while the
+        Library tab is not shown."""
+        return self.driver.execute_script(
+            """
+            return [...document.querySelectorAll('#ip-library [role=row], #ip-library tbody tr')]
+              .map(row => [...row.querySelectorAll('[role=gridcell], td')].map(cell => cell.textContent.trim()))
+              .filter(cells => cells.length).map(cells => cells.join(' | '));
+            """
+        )
+
+    def library_row(self, name: str) -> str:
+        """The library table's row of document `name` ('' when it is not there)."""
+        return next((row for row in self.library_rows() if row.startswith(f"{name} |")), "")
+
+    def chat(self) -> str:
+        return self.text("#ip-chat")
+
+    def busy(self, css: str) -> bool:
+        """Whether the component's Gradio status tracker shows an event running (queued, processing, streaming)."""
+        return self.driver.execute_script(
+            "const t = document.querySelector(arguments[0] + ' [data-testid=status-tracker]');"
+            "return !!t && !t.classList.contains('hide');",
+            css,
+        )
+
+    def answer_to(self, question: str) -> str:
+        """The chat after the last time `question` was asked in it ('' before it shows)."""
+        text = self.chat()
+        return text.rsplit(question, 1)[1].replace(STREAMING, "").strip() if question in text else ""
+
+    def ask(self, question: str) -> float:
+        box = self.find("#ip-question textarea")
+        box.click()
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(question)
+        return self.click("#ip-ask")
+
+    def wait_answer(self, question: str) -> str:
+        """The answer once complete: its Sources line shows and the chat has not changed for 5 s."""
+        return wait_stable(
+            lambda: self.answer_to(question),
+            lambda answer: any(line in answer for line in ANSWERED) and not self.busy("#ip-chat"),
+            f"the answer to {question!r}",
+            settle=5,
+            timeout=ANSWER_SECONDS,
+        )
+
+    def settle_chat(self) -> None:
+        """Wait until nothing more is written into the chat (after a Stop), so the next question starts clean."""
+        wait_stable(self.chat, lambda _: not self.busy("#ip-chat"), "the chat", settle=4, timeout=ANSWER_SECONDS)
+
+    # -- what is on the page -----------------------------------------------------------------------
+    def texts_shown(self, pattern: str) -> list[str]:
+        """Visible elements whose own text matches the JavaScript regex `pattern`, each with the component (or
+        toast) it is in and that one's text."""
+        return self.driver.execute_script(
+            """
+            const found = [], pattern = new RegExp(arguments[0]);
+            for (const el of document.querySelectorAll('body *')) {
+              const own = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join(' ').trim();
+              if (pattern.test(own) && el.getClientRects().length) {
+                const box = el.closest('.toast-body, .block, [id]');
+                const where = box ? (box.id || box.className) : '';
+                found.push(`${own.slice(0, 120)} (in ${where}: ${(box ? box.innerText : '').slice(0, 200)})`);
+              }
+            }
+            return found;
+            """,
+            pattern,
+        )
+
+    def log_errors(self) -> None:
+        """Gradio's red 'Error' badges and toasts on the page."""
+        errors = self.texts_shown(r"^Error\b")
+        self.log.line(f"    'Error' visible on the page: {'; '.join(errors) if errors else 'none'}")
+
+    def in_view(self, css: str) -> str:
+        """Whether the element is in the viewport: 'in view', 'partly in view', 'below the fold', 'missing'."""
+        return self.driver.execute_script(
+            """
+            const el = document.querySelector(arguments[0]);
+            if (!el || !el.getClientRects().length) return 'missing or hidden';
+            const r = el.getBoundingClientRect(), h = window.innerHeight;
+            if (r.height < 1) return `empty (0 px high, at y ${Math.round(r.top)}; viewport ${h})`;
+            if (r.top >= 0 && r.bottom <= h) return `in view (y ${Math.round(r.top)}-${Math.round(r.bottom)})`;
+            if (r.top >= h) return `below the fold (starts at y ${Math.round(r.top)}, viewport ${h})`;
+            if (r.bottom <= 0) return 'above the viewport';
+            return `partly in view (y ${Math.round(r.top)}-${Math.round(r.bottom)}, viewport ${h})`;
+            """,
+            css,
+        )
+
+    def log_view(self, *selectors: str) -> None:
+        for css in selectors:
+            self.log.line(f"    {css}: {self.in_view(css)}")
+
+    # -- screenshots -------------------------------------------------------------------------------
+    def shot(self, name: str, what: str, full: bool = False) -> None:
+        """OUT/name.png: the viewport, or the whole page (full=True)."""
+        png = self.full_page() if full else self.driver.get_screenshot_as_png()
+        (self.out / f"{name}.png").write_bytes(png)
+        self.log.line(f"{name}.png: {what}{' (full page)' if full else ' (viewport)'}")
+
+    def element_shot(self, css: str, name: str, what: str) -> None:
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", self.find(css))
+        time.sleep(0.5)
+        (self.out / f"{name}.png").write_bytes(self.find(css).screenshot_as_png)
+        self.log.line(f"{name}.png: {what} (the element {css})")
+
+    def full_page(self) -> bytes:
+        size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+        shot = self.driver.execute_cdp_cmd(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip}
+        )
+        return base64.b64decode(shot["data"])
+
+
+# -- the items, in the order the walk takes them ---------------------------------------------------------------
+
+
+def item10_first_screen(walk: Walk) -> None:
+    """The first screen on an empty home, and the Chat tab with no document."""
+    walk.scroll_top()
+    walk.shot("item10-first-screen", "the page as it loads on an empty home (no documents)")
+    walk.log.text("first screen text", walk.driver.find_element(By.TAG_NAME, "body").text)
+    walk.open_tab("Chat")
+    walk.shot("item10-chat-no-document", "the Chat tab with no document")
+    walk.log.text("Chat tab text", walk.driver.find_element(By.TAG_NAME, "body").text)
+    keys = walk.texts_shown(r"^common\.")
+    walk.log.line(f"    Gradio's untranslated keys on the page: {'; '.join(keys) if keys else 'none'}")
+
+
+def item02_research_words(walk: Walk) -> None:
+    """Each tab with libtasn1.pdf chosen, and the paper's words found on it."""
+    walk.choose(PDF)
+    for tab, name in (
+        ("Library", "library"),
+        ("Chat", "chat"),
+        ("Settings", "settings"),
+        ("What the model kept", "kept"),
+    ):
+        with walk.step(f"item 2: the {tab} tab"):
+            walk.open_tab(tab)
+            if name == "kept":
+                wait_for(lambda: walk.text("#ip-tokens").strip(), "the kept tokens", 60)
+            time.sleep(1)
+            walk.shot(f"item02-{name}-tab", f"the {tab} tab, {PDF} chosen: the paper's words in its labels", True)
+            log_research_words(walk, tab)
+
+
+def log_research_words(walk: Walk, tab: str) -> None:
+    body = walk.driver.find_element(By.TAG_NAME, "body").text
+    lines = [line.strip() for line in body.splitlines() if RESEARCH_WORDS.search(line)]
+    counts: dict[str, int] = {}
+    for line in lines:
+        for word in RESEARCH_WORDS.findall(line):
+            counts[word] = counts.get(word, 0) + 1
+    walk.log.line(f"    {tab}: research words {counts}")
+    for line in lines:
+        walk.log.line(f"      > {line[:300]}")
+
+
+def item08_plots(walk: Walk) -> None:
+    """'What the model kept' for libtasn1.pdf: the retention map and both memory plots."""
+    kept_view(walk, PDF, "item08-libtasn1")
+    if walk.library_row(STORY_PART):  # read by the app in item 6, so its memory was sampled
+        kept_view(walk, STORY_PART, "item08-story-walk")
+    else:
+        walk.log.line(f"    {STORY_PART} is not in the library (item 6 reads it): no plots of a read by the app")
+
+
+def kept_view(walk: Walk, name: str, prefix: str) -> None:
+    walk.choose(name)
+    walk.open_tab("What the model kept")
+    wait_for(lambda: walk.find(".ip-retention").is_displayed(), "the retention map", 60)
+    wait_for(lambda: len(walk.driver.find_elements(By.CSS_SELECTOR, "canvas, svg.marks")) >= 2, "the plots", 60)
+    time.sleep(2)  # the plots draw after their data arrives
+    walk.scroll_to(".ip-retention")
+    walk.driver.execute_script("window.scrollBy(0, -60)")  # its heading too
+    walk.shot(f"{prefix}-retention-map", f"the retention map of {name}: its axes, ticks and colour scale")
+    walk.log.text("retention map axis and scale", walk.text(".ip-retention"))
+    memory = walk.driver.find_element(By.XPATH, "//*[self::h1 or self::h2 or self::h3][contains(., 'Memory')]")
+    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", memory)
+    time.sleep(0.5)
+    walk.shot(f"{prefix}-memory-plots", f"the two memory plots of {name}: legends, axis titles and scales")
+    walk.shot(f"{prefix}-kept-tab", f"the whole 'What the model kept' tab of {name}", full=True)
+    walk.log.text("legend", walk.text(".ip-legend"))
+    body = walk.driver.find_element(By.TAG_NAME, "body").text.splitlines()
+    captions = [line for line in body if "Process memory:" in line or "memory samples" in line]
+    walk.log.text("memory caption", " ".join(captions) or "(not found)")
+
+
+def item04_sources(walk: Walk) -> None:
+    """A complete answer with its Sources line and quotes, then what its first source opens."""
+    walk.chat_about(PDF)
+    walk.ask(LICENSE_QUESTION)
+    answer = walk.wait_answer(LICENSE_QUESTION)
+    walk.log.text("answer", answer, limit=4000)
+    walk.element_shot("#ip-chat", "item04-answer", "the complete answer as the chat box shows it")
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item04-answer-whole", "the whole conversation: answer, Sources line, quotes")
+    source = first_source(walk)
+    label = source.text.strip()
+    walk.log.line(f"    clicking the first source: {label!r}")
+    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", source)
+    source.click()
+    wait_for(lambda: "starts at" in walk.driver.find_element(By.TAG_NAME, "body").text, "the cited place", 120)
+    time.sleep(2)
+    walk.shot("item04-source-opened", f"what clicking the source {label!r} opens", full=True)
+    walk.log.text("opened at", walk.driver.find_element(By.XPATH, "//*[contains(text(), 'starts at')]").text)
+
+
+def first_source(walk: Walk):
+    """The first source button under the latest answer ('page 2 (41%)', 'page 2', 'line 12')."""
+    pattern = re.compile(r"(page|line|section|part)\s*\d+.*", re.IGNORECASE)
+    buttons = lambda: walk.driver.find_elements(By.CSS_SELECTOR, "#ip-chat button")  # noqa: E731
+    return wait_for(lambda: next(b for b in buttons() if pattern.fullmatch(b.text.strip())), "a source button", 30)
+
+
+@contextlib.contextmanager
+def expanded_chat(walk: Walk) -> Iterator[None]:
+    """The chat box as tall as its conversation, for one screenshot; its fixed height afterwards."""
+    script = """
+        const chat = document.querySelector('#ip-chat');
+        for (const el of [chat, ...chat.querySelectorAll('*')]) {
+          if (arguments[0]) { el.dataset.walkStyle = el.getAttribute('style') || '';
+            if (el === chat || el.scrollHeight > el.clientHeight + 1) {
+              el.style.height = 'auto'; el.style.maxHeight = 'none'; el.style.overflow = 'visible'; } }
+          else if ('walkStyle' in el.dataset) { el.setAttribute('style', el.dataset.walkStyle);
+            delete el.dataset.walkStyle; }
+        }
+    """
+    walk.driver.execute_script(script, True)
+    time.sleep(0.5)
+    try:
+        yield
+    finally:
+        walk.driver.execute_script(script, False)
+
+
+def item09_layout(walk: Walk) -> None:
+    """The library table's header, the chat's toolbar over its first bubble, and 'Ask across documents'."""
+    with walk.step("item 9: the library table"):
+        walk.choose(PDF)
+        walk.open_tab("Library")
+        walk.element_shot("#ip-library", "item09-library-table", "the library table: its header ('Pages')")
+        walk.log.text("table header", walk.text("#ip-library thead"))
+    with walk.step("item 9: the chat's toolbar"):
+        walk.chat_about(PDF, new=False)
+        if not any(line in walk.chat() for line in ANSWERED):
+            walk.ask(LICENSE_QUESTION)
+            walk.wait_answer(LICENSE_QUESTION)
+        scroll_chat_to_top(walk)
+        walk.element_shot("#ip-chat", "item09-chat-toolbar", "the chat with an answer: its icons over the first bubble")
+        walk.log.line(f"    toolbar vs first bubble: {toolbar_overlap(walk)}")
+    with walk.step("item 9: ask across documents"):
+        walk.chat_about(PDF, new=False)
+        for name in (PDF, OTHER_PDF):
+            walk.pick_option("#ip-across-docs input", name)
+            time.sleep(0.5)
+        walk.find("#ip-question textarea").send_keys(ACROSS_QUESTION)
+        walk.click("#ip-ask-across")
+        answer = wait_stable(
+            lambda: walk.text("#ip-across-answer"),
+            lambda text: text and not walk.busy("#ip-across-answer"),
+            "the answer across documents",
+            settle=2,
+            timeout=ANSWER_SECONDS,
+        )
+        walk.log.text("answer across documents", answer)
+        walk.shot("item09-ask-across", f"the Chat tab after 'Ask across documents' with {PDF} and {OTHER_PDF}", True)
+
+
+def scroll_chat_to_top(walk: Walk) -> None:
+    walk.driver.execute_script("for (const el of document.querySelectorAll('#ip-chat, #ip-chat *')) el.scrollTop = 0;")
+    time.sleep(0.5)
+
+
+def toolbar_overlap(walk: Walk) -> str:
+    """Where the chat's icon buttons are against its first message bubble, in pixels."""
+    return walk.driver.execute_script(
+        """
+        const chat = document.querySelector('#ip-chat');
+        const bar = chat.querySelector('.top-panel, .icon-button-wrapper');
+        const bubble = chat.querySelector('.message-row .message, [data-testid="user"], [data-testid="bot"]');
+        if (!bar || !bubble) return `toolbar ${!!bar}, first bubble ${!!bubble}`;
+        const a = bar.getBoundingClientRect(), b = bubble.getBoundingClientRect();
+        const overlap = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+        const px = Math.round;
+        const box = r => `x ${px(r.left)}-${px(r.right)}, y ${px(r.top)}-${px(r.bottom)}`;
+        return `${overlap ? 'OVERLAP' : 'no overlap'}: toolbar ${box(a)}; first bubble ${box(b)}`;
+        """
+    )
+
+
+def item03_long_waits(walk: Walk) -> None:
+    """What a user sees while a New summary is written (3 s, 20 s) and 1 s after asking."""
+    with walk.step("item 3: New summary"):
+        walk.chat_about(PDF)
+        start = walk.click("#ip-new-summary")
+        for seconds in (3, 20):
+            time.sleep(max(0.0, start + seconds - time.monotonic()))
+            walk.shot(f"item03-summary-{seconds}s", f"{seconds} s after pressing New summary: what is in view")
+            walk.log_view("#ip-summary-status", "#ip-chat", "#ip-question")
+            walk.log.text("summary status", walk.text("#ip-summary-status"))
+            walk.log.text("chat's end", walk.chat()[-300:])
+        walk.click("#ip-stop")  # the rest of the summary is not needed; item 1 looks at what Stop shows
+        walk.settle_chat()
+    with walk.step("item 3: a question"):
+        walk.chat_about(PDF)
+        start = walk.ask(WAIT_QUESTION)
+        time.sleep(max(0.0, start + 1 - time.monotonic()))
+        walk.shot("item03-ask-1s", "1 s after pressing Ask: what is in view")
+        walk.log_view("#ip-chat", "#ip-question")
+        walk.log.text("chat", walk.chat()[-300:])
+        walk.wait_answer(WAIT_QUESTION)
+
+
+def item01_stop(walk: Walk) -> None:
+    """Stop pressed at three moments of an answer and 5 s into a New summary."""
+    moments = (
+        ("0.3s", "0.3 s after Ask", lambda question: time.sleep(0.3)),
+        ("first-words", "once the first words show", lambda question: first_words(walk, question)),
+        ("sources", "as the Sources line shows", lambda question: sources_shown(walk, question)),
+    )
+    for (name, when, moment), question in zip(moments, STOP_QUESTIONS, strict=True):
+        with walk.step(f"item 1: Stop {when}"):
+            walk.chat_about(PDF)
+            walk.scroll_to("#ip-chat")
+            walk.ask(question)
+            moment(question)
+            stop_and_shoot(walk, f"item01-stop-{name}", f"3 s after Stop pressed {when} ({question!r})")
+    with walk.step("item 1: Stop 5 s into a New summary"):
+        walk.chat_about(PDF)
+        walk.scroll_to("#ip-chat")
+        start = walk.click("#ip-new-summary")
+        time.sleep(max(0.0, start + 5 - time.monotonic()))
+        stop_and_shoot(walk, "item01-stop-summary", "3 s after Stop pressed 5 s into a New summary")
+
+
+def first_words(walk: Walk, question: str) -> None:
+    wait_for(lambda: walk.answer_to(question), "the answer's first words", ANSWER_SECONDS, every=0.1)
+
+
+def sources_shown(walk: Walk, question: str) -> None:
+    answer = lambda: walk.answer_to(question)  # noqa: E731
+    wait_for(lambda: any(line in answer() for line in ANSWERED), "the Sources line", ANSWER_SECONDS, every=0.1)
+
+
+def stop_and_shoot(walk: Walk, name: str, what: str) -> None:
+    walk.click("#ip-stop")
+    time.sleep(3)
+    walk.shot(name, f"{what}: the chat and the question box")
+    walk.log_errors()
+    walk.log.text("chat's end", walk.chat()[-400:])
+    walk.settle_chat()
+
+
+def item05_duplicate(walk: Walk) -> None:
+    """A copy of libtasn1.pdf under another name: what the library and its notice say."""
+    copy = walk.scratch / "libtasn1-copy.pdf"
+    shutil.copyfile(DOCS / PDF, copy)
+    walk.upload(copy)
+    wait_for(lambda: copy.name in walk.text("#ip-notice"), "the upload notice", 60)
+    wait_stable(lambda: walk.text("#ip-library") + walk.text("#ip-progress"), bool, "the library", 5, 60)
+    walk.shot("item05-duplicate-upload", f"the Library tab after uploading a copy of {PDF} as {copy.name}", True)
+    walk.log.text("notice", walk.text("#ip-notice"))
+    walk.log.text("progress", walk.text("#ip-progress"))
+    for row in walk.library_rows():
+        walk.log.line(f"    row: {row}")
+    walk.log.line(f"    Document: {walk.find('#ip-document input').get_attribute('value')!r}")
+
+
+def item07_errors(walk: Walk) -> None:
+    """5000 random bytes named bad.pdf: the notice."""
+    bad = walk.scratch / "bad.pdf"
+    bad.write_bytes(random.Random(33).randbytes(5000))
+    walk.upload(bad)
+    wait_for(lambda: bad.name in walk.text("#ip-notice"), "the notice about bad.pdf", 60)
+    time.sleep(2)
+    walk.scroll_top()
+    walk.shot("item07-bad-pdf", "the Library tab after uploading 5000 random bytes named bad.pdf")
+    walk.log.text("notice", walk.text("#ip-notice"))
+    walk.log_errors()
+
+
+def item06_state_glitches(walk: Walk) -> None:
+    """The Document selector after a delete, and the library while a larger file is read, cancelled, resumed."""
+    with walk.step("item 6: delete a small document"):
+        delete_a_note(walk)
+    with walk.step("item 6: a larger file read, cancelled and resumed"):
+        read_cancel_resume(walk)
+
+
+def delete_a_note(walk: Walk) -> None:
+    note = walk.scratch / "harbour-note.txt"
+    note.write_text(NOTE, encoding="utf-8")
+    walk.upload(note)
+    wait_for(lambda: "ready" in walk.library_row(note.name), f"{note.name} read", READ_SECONDS, every=1)
+    walk.choose(note.name)
+    walk.press("Delete document")
+    wait_for(lambda: walk.find("#ip-confirm-delete").is_displayed(), "the confirming button", 15)
+    walk.click("#ip-confirm-delete")
+    time.sleep(3)
+    walk.scroll_top()
+    walk.shot("item06-after-delete", f"the Library tab after deleting {note.name}: the Document selector", True)
+    walk.log.line(f"    Document selector: {walk.find('#ip-document input').get_attribute('value')!r}")
+    walk.log.text("notice", walk.text("#ip-notice"))
+    walk.log.text("progress", walk.text("#ip-progress"))
+
+
+def read_cancel_resume(walk: Walk) -> None:
+    """A part of story.txt (new content, so it is read: a same-content copy is not), ~7,500 tokens: a read of a
+    minute or two on two cores."""
+    text = (DOCS / STORY).read_text(encoding="utf-8")
+    part = text[: len(text) * 2 // 5]
+    story = walk.scratch / STORY_PART
+    story.write_text(part[: part.rfind("\n\n")] + "\n\n(The first chapters, for the app walk.)\n", encoding="utf-8")
+    walk.upload(story)
+    wait_for(lambda: "reading" in walk.text("#ip-progress"), f"{story.name} reading", 120)
+    reading_shot(walk, story.name, "item06-reading-1", "while it is read")
+    time.sleep(5)
+    reading_shot(walk, story.name, "item06-reading-2", "5 s later, still read")
+    walk.press("Cancel reading")
+    time.sleep(3)
+    reading_shot(walk, story.name, "item06-cancelled", "3 s after Cancel reading")
+    walk.log.text("notice", walk.text("#ip-notice"))
+    walk.press("Resume")
+    try:
+        wait_for(lambda: "ready" in walk.text("#ip-progress"), f"{story.name} ready", READ_SECONDS, every=1)
+        outcome = "once it is read"
+    except TimeoutError:
+        outcome = f"still not read {READ_SECONDS} s after Resume"
+        walk.log.line(f"    {story.name} {outcome}")
+    reading_shot(walk, story.name, "item06-resumed", f"after Resume, {outcome}")
+
+
+def reading_shot(walk: Walk, name: str, shot: str, when: str) -> None:
+    """The progress line, the buttons and the library table (its row of `name` and the progress in the log)."""
+    walk.scroll_to("#ip-progress")
+    walk.shot(shot, f"the progress line and the library table with {name}, {when}")
+    walk.log.line(f"    row: {walk.library_row(name)}")
+    walk.log.text("progress", walk.text("#ip-progress"))
+
+
+ITEMS: dict[int, Callable[[Walk], None]] = {
+    10: item10_first_screen,
+    2: item02_research_words,
+    4: item04_sources,
+    9: item09_layout,
+    3: item03_long_waits,
+    1: item01_stop,
+    5: item05_duplicate,
+    7: item07_errors,
+    6: item06_state_glitches,
+    8: item08_plots,
+}  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
+
+
+def ensure_document(walk: Walk, name: str) -> None:
+    """Upload `name` from the dev set and wait for its read, unless the home has it already."""
+    if name in walk.text("#ip-library"):
+        return
+    walk.log.line(f"    {name} is not in the home: uploading it")
+    walk.upload(DOCS / name)
+    wait_for(lambda: "ready" in walk.library_row(name), f"{name} read", 1800, every=2)
+
+
+def walk_items(items: list[int], url: str, out: Path, log: Log, scratch: Path, needs_pdf: bool) -> None:
+    """The items on the app at `url`, in one browser; libtasn1.pdf uploaded first where needs_pdf and it is not
+    in the library."""
+    with chromium(scratch / "chromium-profile") as driver:
+        walk = Walk(driver, url, out, log, scratch)
+        walk.open()
+        if needs_pdf:
+            with walk.step(f"{PDF} in the library"):
+                ensure_document(walk, PDF)
+        for number in items:
+            with walk.step(f"item {number}: {ITEMS[number].__doc__.splitlines()[0]}"):
+                ITEMS[number](walk)
+
+
+def chosen_items(only: str | None) -> list[int]:
+    if not only:
+        return list(ITEMS)
+    numbers = {int(re.sub(r"^item0*", "", part.strip(), flags=re.IGNORECASE)) for part in only.split(",")}
+    unknown = numbers - set(ITEMS)
+    if unknown:
+        raise SystemExit(f"no item {sorted(unknown)}; the items: {sorted(ITEMS)}")
+    return [number for number in ITEMS if number in numbers]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, required=True, help="the checkout whose app runs")
+    parser.add_argument("--home", type=Path, required=True, help="a copy of an INFINIPOT_HOME with documents read")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the screenshots and walk.log")
+    parser.add_argument("--only", help="items to walk, e.g. item1,item3 (default: all)")
+    parser.add_argument("--port", type=int, default=7871)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    items = chosen_items(args.only)
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = Log(args.out / "walk.log")
+    log.line(f"app walk: repo {args.repo}, home {args.home}, items {items}")
+    with tempfile.TemporaryDirectory(prefix="app-walk-") as folder:
+        scratch = Path(folder)
+        pythonpath = package_path(args.repo, scratch / "pythonpath")
+        sessions = (
+            ([n for n in items if n == 10], scratch / "empty-home", False),
+            ([n for n in items if n != 10], args.home, True),
+        )
+        for numbers, home, needs_pdf in sessions:
+            if numbers:
+                home.mkdir(exist_ok=True)
+                session = scratch / f"session-{numbers[0]}"
+                session.mkdir()
+                with app_server(pythonpath, home, args.port, args.out / "server.log") as url:
+                    walk_items(numbers, url, args.out, log, session, needs_pdf)
+    log.line(f"done: {len(log.failures)} failed steps" + "".join(f"\n  - {f}" for f in log.failures))
+    return 1 if log.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Stop, pressed at any moment of an answer or of a summary, in a real browser: the page never shows an error, the
+stopped text is shown at once as a reload shows it, and the next question is taken (issue 33, item 1).
+
+Five moments each, four times over: at once (the event may not have started), before the first words (the
+question is in the chat, its answer is not), in the middle of the text, after the last words while the sources
+(or the summary's note) are still coming, and after the end (nothing left to stop). The service is paced
+(helpers.make_workspace) so that every moment lasts long enough for a loaded machine to hit it."""
+
+from __future__ import annotations
+
+import pytest
+from browser_page import By, error_badges, normalized, open_page, open_tab, replace_value, visible_text, wait_for
+from helpers import make_workspace, running_app, tiny_settings, wait_until, wait_until_stable
+from tiny_models import save_model_folder, write_notes
+
+pytestmark = pytest.mark.slow  # a browser and a server
+
+ROUNDS = 4
+ANSWER_MOMENTS = ("at once", "before the first words", "mid-answer", "during sources", "after the end")
+SUMMARY_MOMENTS = ("at once", "during its parts", "mid-summary", "during its note", "after the end")
+
+
+def chat_text(browser) -> str:
+    return normalized(visible_text(browser, "#ip-chat"))
+
+
+def bubbles(browser) -> list[str]:
+    """The chat's messages as the page shows them, oldest first."""
+    rows = "return Array.from(document.querySelectorAll('#ip-chat .message-row')).map(row => row.innerText)"
+    return [normalized(text) for text in browser.execute_script(rows)]  # one call: a long chat polls fast
+
+
+def press(browser, elem_id: str) -> None:
+    browser.find_element(By.CSS_SELECTOR, f"#{elem_id}").click()
+
+
+def wait_for_moment(browser, service, moment: str, asked: str) -> None:
+    """Return when the answer (or summary) just asked for is at `moment`."""
+    if moment == "at once":
+        return
+    if moment == "before the first words":
+        wait_for(
+            lambda: "finding the answer" in bubbles(browser)[-1].lower(), "the question in the chat", 60, every=0.05
+        )
+    elif moment == "during its parts":
+        wait_for(lambda: "Summarizing" in bubbles(browser)[-1], "a stage of the summary in its bubble", 60, every=0.05)
+    elif moment in ("mid-answer", "mid-summary"):
+        wait_for(
+            lambda: len(chat_text(browser).rpartition(asked)[2].split()) >= 3 and not service.pieces_done.is_set(),
+            "the first words",
+            60,
+            every=0.05,
+        )
+    elif moment in ("during sources", "during its note"):
+        wait_until(service.pieces_done.is_set, 60, 0.02, what="the last words")
+    else:  # after the end: the complete message is on the page; Stop has nothing to stop
+        wait_until(service.pieces_done.is_set, 60, 0.1, what="the last words")
+        wait_until_stable(lambda: chat_text(browser), settle=2.5, timeout=60, ignore=(Exception,))
+
+
+def settled_chat(browser) -> list[str]:
+    """The chat once Stop's effects are over: unchanged for longer than the pace between pieces."""
+    return wait_until_stable(
+        lambda: bubbles(browser), settle=1.5, timeout=90, what="the chat to settle", ignore=(Exception,)
+    )
+
+
+def test_stop_at_any_moment_leaves_the_page_working(browser, tmp_path, infinipot_home):
+    model_dir = save_model_folder(tmp_path / "tiny-llama")
+    workspace = make_workspace(infinipot_home)
+    (added,) = workspace.add_files([str(write_notes(tmp_path / "notes.txt", lines=12))], tiny_settings(model_dir))
+    wait_until(lambda: workspace.ready(added["doc_id"]), timeout=120, what="the read", ignore=(ValueError,))
+    service = workspace.service
+    service.answer_pace, service.tail_pace = 0.4, 1.5
+    with running_app(workspace) as url:
+        open_page(browser, url)
+        wait_for(
+            lambda: "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value"),
+            "the document chosen",
+            60,
+        )
+        open_tab(browser, "Settings")
+        replace_value(browser, "#ip-answer-length input[type='number']", "8")  # 8 pieces, ~3 s at this pace
+        wait_for(lambda: "at most 8 tokens" in visible_text(browser, "#ip-answers-notice"), "the answer length", 60)
+        open_tab(browser, "Chat")
+        for round_ in range(ROUNDS):
+            for moment in ANSWER_MOMENTS:
+                question = f"Round {round_}, {moment}: what does the fox do?"
+                browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(question)
+                service.pieces_done.clear()
+                press(browser, "ip-ask")
+                wait_for_moment(browser, service, moment, question)
+                press(browser, "ip-stop")
+                shown = settled_chat(browser)
+                assert not error_badges(browser), (moment, error_badges(browser))
+                # The question was taken (the next one is typed into an empty box) and is in the chat.
+                assert browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").get_attribute("value") == ""
+                assert any(question in bubble for bubble in shown), (moment, shown)
+            for moment in SUMMARY_MOMENTS:
+                service.pieces_done.clear()
+                press(browser, "ip-new-summary")
+                wait_for_moment(browser, service, moment, "Summarize this file")
+                press(browser, "ip-stop")
+                settled_chat(browser)
+                assert not error_badges(browser), (moment, error_badges(browser))
+        # What the page shows is what a reload shows: every stopped answer was stored as shown, marked.
+        before = settled_chat(browser)
+        browser.get(url)
+        wait_for(
+            lambda: "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value"),
+            "the page again",
+            60,
+        )
+        open_tab(browser, "Chat")
+        after = wait_for(lambda: (b := bubbles(browser)) and len(b) >= len(before) and b, "the conversation again", 60)
+        assert after == before
+        assert sum("(stopped)" in bubble for bubble in before) >= 3 * ROUNDS
