@@ -145,29 +145,29 @@ def test_invalid_settings_get_a_clear_message(changes, message):
 
 def test_valid_settings_are_described():
     text = ReadSettings(model="HuggingFaceTB/SmolLM2-360M-Instruct", pot_size=2048, keep_size=None).describe()
-    assert "kept |C| = 1,024" in text and "hub id" in text and "CaP-G" in text
+    assert "1,024 kept each time it is full" in text and "hub id" in text and "mattering to a summary" in text
     assert "bundled SmolLM2-135M" in ReadSettings().describe()
-    assert "NuC ratio 0.5 per sentence" in ReadSettings().describe()
+    assert "50% for surprising the model, per sentence" in ReadSettings().describe()
     assert NUC_UNITS[0] == ReadSettings().nuc_unit  # the Settings tab preselects the first unit
     per_word = ReadSettings(nuc_unit="word")
-    assert per_word.pot_config().nuc_unit == "word" and "NuC ratio 0.5 per word" in per_word.describe()
+    assert per_word.pot_config().nuc_unit == "word" and "50% for surprising the model, per word" in per_word.describe()
 
 
 def test_answer_choices_default_to_the_services_settings_and_are_described():
     assert AnswerChoices().answer_settings() == AnswerSettings()  # the defaults are the service's, not retyped
     text = AnswerChoices().describe()
-    assert text.startswith("Answers are valid: from the memory pot plus the passages of the document it points to")
+    assert text.startswith("Answers are valid: from the model's memory of the document plus the passages it points")
     assert "up to 1,024 tokens of passages" in text and "greedy" in text and "stop when they repeat" in text
     assert "the best 3 by the question's likelihood read on their own" in text
     everything = AnswerChoices(evidence_pot="all", evidence_spans=0).describe()
-    assert "every one read after the whole memory pot" in everything
+    assert "every one read after the model's whole memory" in everything
     # As the form gives them: floats from number fields, a cleared field refused with its name.
     form = AnswerChoices(max_new_tokens=64.0, answer_from="focus", focus_entries=512.0, temperature=0.7, seed=3.0)
     settings = form.answer_settings()
     assert (settings.answer_from, settings.focus_entries, settings.decoding.seed) == ("focus", 512, 3)
     assert settings.decoding.max_new_tokens == 64 and settings.decoding.temperature == 0.7
-    assert "a question-focused copy of the memory pot (512 entries)" in form.describe()
-    assert "sampled at temperature 0.7, top-p 1, seed 3" in form.describe()
+    assert "a copy of the model's memory focused on the question (512 tokens)" in form.describe()
+    assert "sampled at randomness 0.7, among the likeliest words up to 1, seed 3" in form.describe()
     assert "may repeat themselves" in AnswerChoices(answer_from="pot", stop_on_repeat=False).describe()
     assert "contrasted" not in text
     contrasted = AnswerChoices(contrast=0.5)

@@ -59,10 +59,11 @@ def test_reread_goes_through_the_queue_keeps_the_general_pot_and_is_reused(works
 def test_reread_handler_streams_both_answers_and_reports_user_errors(workspace):
     features = QuestionFeatures(workspace, poll_seconds=0.05)
     updates = list(features.reread(workspace.doc_ids[1], "Who is lazy?", *answer_args(max_new_tokens=5)))
-    assert any("Reading again" in update[0] for update in updates)
+    assert any("Reading the document again" in update[0] for update in updates)
     status, general, question_aware = updates[-1]
     assert "read now" in status
-    assert general.startswith("**General pot**") and question_aware.startswith("**Question-aware pot (read now)**")
+    assert general.startswith("**From the memory of the first read**")
+    assert question_aware.startswith("**From a read for this question (read now)**")
     with pytest.raises(gr.Error, match="type a question first"):
         list(features.reread(workspace.doc_ids[1], "  ", *answer_args(max_new_tokens=5)))
     with pytest.raises(gr.Error) as refused:

@@ -34,14 +34,18 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         open_tab(browser, "Settings")
         replace_value(browser, "#ip-model textarea, #ip-model input", model_dir)
         replace_value(browser, "#ip-pot-size input", "128")
+        browser.find_element(By.CSS_SELECTOR, "#ip-advanced .label-wrap").click()  # the closed Advanced part
+        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#ip-keep-size input").is_displayed(), "Advanced", 30)
         replace_value(browser, "#ip-keep-size input", "48")
         replace_value(browser, "#ip-answer-length input[type='number']", "16")
-        wait_for(lambda: "|M| = 128, kept |C| = 48" in visible_text(browser, "#ip-settings-notice"), "settings", 60)
-        # Answers: from the memory pot alone (the answer is then compared with the engine's), checked as typed.
+        wait_for(
+            lambda: "a memory of 128 tokens, 48 kept" in visible_text(browser, "#ip-settings-notice"), "settings", 60
+        )
+        # Answers: from the model's memory alone (the answer is then compared with the engine's), checked as typed.
         pot_alone = next(
             label
             for label in browser.find_elements(By.CSS_SELECTOR, "#ip-answer-from label")
-            if label.text.strip() == "The memory pot alone"
+            if label.text.strip() == "The model's memory of the document alone"
         )
         pot_alone.click()
         replace_value(browser, "#ip-seed input", "-2")
@@ -52,7 +56,7 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         answers = wait_for(
             lambda: (t := visible_text(browser, "#ip-answers-notice")) and "valid: from" in t and t, "ok"
         )
-        assert "from the memory pot alone" in answers and "at most 16 tokens" in answers
+        assert "from the model's memory of the document alone" in answers and "at most 16 tokens" in answers
 
         open_tab(browser, "Library")
         # Only bad files: each gets a lasting line with its reason, the uploader is emptied (the bad file is not
@@ -78,7 +82,7 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
             lambda: "notes.txt added to the library" in visible_text(browser, "#ip-notice"), "the upload notice", 60
         )
         library = wait_for(lambda: (t := visible_text(browser, "#ip-library")) and "ready" in t and t, "the read")
-        assert "notes.txt" in library and "/ 128" in library and "Pot (entries / size)" in library
+        assert "notes.txt" in library and "/ 128" in library and "Memory (kept / size)" in library
         assert "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value")
         assert "ready" in visible_text(browser, "#ip-progress")
 

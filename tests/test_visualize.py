@@ -149,14 +149,14 @@ def test_progress_text_shows_tokens_cycles_rate_and_eta():
     }
     text = render.progress_text(snapshot)
     assert text == (
-        "book.pdf: reading · 1,500 / 6,000 tokens (25%) · 3 compressions · pot 2,100 / 4,096 entries · "
+        "book.pdf: reading · 1,500 / 6,000 tokens (25%) · memory 2,100 / 4,096, compressed 3 times · "
         "300 tokens/s · ETA 15 s"
     )
     assert 'value="250"' in render.progress_html(snapshot)
     assert render.progress_text({**snapshot, "status": "failed", "error": "bad file"}) == "book.pdf: failed: bad file"
     note = "copy.pdf has the same content as book.pdf"
     duplicate = {**snapshot, "status": "done", "reused": True, "warnings": [note]}
-    assert render.progress_text(duplicate).endswith(f"reused the stored pot · {note}")
+    assert render.progress_text(duplicate).endswith(f"read before, reused · {note}")
     # What Resume does is said one way in the progress line and in the library table.
     cancelled = render.progress_text({**snapshot, "status": "cancelled"})
     assert cancelled.endswith("Resume continues from where it stopped") and "reads it again" not in cancelled

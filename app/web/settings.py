@@ -85,11 +85,12 @@ class ReadSettings:
         seconds = self.checkpoint_interval()
         source = "the bundled SmolLM2-135M-Instruct" if model == "default" else model
         hub = " (a hub id: needs the model in the local Hugging Face cache or internet)" if _HUB_ID.match(model) else ""
-        cap = "CaP-Q" if config.cap_mode == "question" else "CaP-G"
+        cap = "your question" if config.cap_mode == "question" else "a summary request"
         return (
-            f"Settings are valid: {source}{hub}; pot |M| = {config.pot_size:,}, kept |C| = {config.keep_size:,}, "
-            f"NuC ratio {config.nuc_ratio:g} per {config.nuc_unit}, {cap}, method {config.method}; "
-            f"a resume point every {seconds:g} s of reading. They apply to the next uploads."
+            f"Settings are valid: {source}{hub}; a memory of {config.pot_size:,} tokens, {config.keep_size:,} kept "
+            f"each time it is full ({100 * config.nuc_ratio:g}% for surprising the model, per {config.nuc_unit}; the "
+            f"rest for mattering to {cap}), method {config.method}; a resume point every {seconds:g} s of reading. "
+            "They apply to the next uploads."
         )
 
 
@@ -98,16 +99,16 @@ _DECODING = _ANSWERS.decoding
 
 # What each answer mode means, in plain words (the Settings tab and describe() say it).
 MODE_WORDS = {
-    "evidence": "the memory pot plus the passages of the document it points to",
-    "pot": "the memory pot alone",
-    "focus": "a question-focused copy of the memory pot",
+    "evidence": "the model's memory of the document plus the passages it points to",
+    "pot": "the model's memory of the document alone",
+    "focus": "a copy of the model's memory focused on the question",
 }
 
 
 # What finds the passages of an evidence answer, in plain words (core.evidence.RANKINGS).
 RANKING_WORDS = {
-    "both": "the pot's attention and the question's words",
-    "attention": "the pot's attention",
+    "both": "where the model's memory looks and the question's words",
+    "attention": "where the model's memory looks",
     "words": "the question's words",
 }
 
@@ -120,8 +121,8 @@ def pot_entries_text(pot_entries: int | None) -> str:
 def after_words(pot_entries: int | None) -> str:
     """What evidence passages are read after, in plain words."""
     if pot_entries is None:
-        return "after the whole memory pot"
-    return "on their own" if pot_entries == 0 else f"after {pot_entries:,} entries of the pot chosen by the question"
+        return "after the model's whole memory"
+    return "on their own" if pot_entries == 0 else f"after {pot_entries:,} tokens of memory chosen by the question"
 
 
 def spans_words(read_spans: int) -> str:
@@ -188,9 +189,12 @@ class AnswerChoices:
                 f"{after_words(settings.evidence.pot_entries)})"
             )
         elif settings.answer_from == "focus":
-            source += f" ({settings.focus_entries:,} entries)"
+            source += f" ({settings.focus_entries:,} tokens)"
         if decoding.sampling:
-            picking = f"sampled at temperature {decoding.temperature:g}, top-p {decoding.top_p:g}, seed {decoding.seed}"
+            picking = (
+                f"sampled at randomness {decoding.temperature:g}, among the likeliest words up to "
+                f"{decoding.top_p:g}, seed {decoding.seed}"
+            )
         else:
             picking = "the most likely word each time (greedy)"
         if decoding.contrast:

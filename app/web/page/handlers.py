@@ -473,7 +473,7 @@ class Handlers:
             *_memory_frames(memory["rows"]),
             render.memory_caption(memory),
             data,
-            gr.update(choices=heads, label=f"KV head (0-{window['kv_heads'] - 1}, or all)"),
+            gr.update(choices=heads, label=f"Attention group, a KV head (0-{window['kv_heads'] - 1}, or all)"),
             window["start"],
             gr.update(label=f"Layer (0-{window['layers'] - 1})"),
             gr.update(value=window["page"] or 1, label=f"Go to page (PDF page 1-{pages})" if pages else "Go to page"),

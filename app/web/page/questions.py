@@ -23,8 +23,8 @@ class QuestionFeatures:
             c.reread = gr.Button("Read again for this question", elem_id="ip-reread")
         c.reread_status = gr.Markdown(elem_id="ip-reread-status")
         with gr.Row():
-            c.general_answer = gr.Markdown(label="General pot", elem_id="ip-general-answer")
-            c.question_answer = gr.Markdown(label="Question-aware pot", elem_id="ip-question-answer")
+            c.general_answer = gr.Markdown(label=GENERAL, elem_id="ip-general-answer")
+            c.question_answer = gr.Markdown(label=FOCUSED, elem_id="ip-question-answer")
         c.across_docs = gr.Dropdown(
             label="Ask across documents (two or more ready documents)",
             choices=[],
@@ -72,32 +72,32 @@ class QuestionFeatures:
         queued = self.desk.start_reread(doc_id, question)
         if queued:
             while not (status := self.desk.reread_status(doc_id))["finished"]:
-                yield f"Reading again with the question in the catalyst prompt: {100 * status['fraction']:.0f}%", "", ""
+                yield f"Reading the document again with this question in mind: {100 * status['fraction']:.0f}%", "", ""
                 time.sleep(self.poll_seconds)
             if not status["ok"]:
                 raise ValueError(f"the re-read stopped: {status['message']}")
-        note = "read now" if queued else "stored, reused"
+        note = "read now" if queued else "read before, reused"
         general_pieces, question_pieces = self.desk.side_by_side(doc_id, question, answer)
         general = question_aware = ""
         for piece in general_pieces:
             general += piece
-            yield "Answering from the general pot…", _titled("General pot", general), ""
+            yield "Answering from the memory of the first read…", _titled(GENERAL, general), ""
         for piece in question_pieces:
             question_aware += piece
-            yield "Answering from the question-aware pot…", gr.skip(), _titled("Question-aware pot", question_aware)
+            yield "Answering from the memory read for this question…", gr.skip(), _titled(FOCUSED, question_aware)
         yield (
-            f"Both answers are complete, each from its pot alone (question-aware pot {note}).",
-            _titled("General pot", general.strip() or "(empty answer)"),
-            _titled(f"Question-aware pot ({note})", question_aware.strip() or "(empty answer)"),
+            f"Both answers are complete, each from its memory alone (the one for this question {note}).",
+            _titled(GENERAL, general.strip() or "(empty answer)"),
+            _titled(f"{FOCUSED} ({note})", question_aware.strip() or "(empty answer)"),
         )
 
     @user_errors
     def ask_across(self, doc_ids, question, *answer):
         pieces, merge = self.desk.ask_across(doc_ids, question, answers_from_values(answer))
-        sources = ", ".join(f"{doc['name']} ({doc['entries']:g} entries per head)" for doc in merge["documents"])
+        sources = ", ".join(f"{doc['name']} ({doc['entries']:,.0f} tokens)" for doc in merge["documents"])
         footer = (
-            f"\n\n*From one pot of {merge['entries']:,} entries (bound {merge['pot_size']:,}, peak "
-            f"{merge['peak_entries']:,}{', reused' if merge['reused'] else ''}): {sources}.*"
+            f"\n\n*From one memory of {merge['entries']:,} tokens (at most {merge['pot_size']:,}, at the peak "
+            f"{merge['peak_entries']:,}{', made before and reused' if merge['reused'] else ''}) of: {sources}.*"
         )
         text = ""
         for piece in pieces:
@@ -105,6 +105,11 @@ class QuestionFeatures:
             yield text
         cited = sources_line(merge["citations"])
         yield (text.strip() or "(the model gave an empty answer)") + footer + (f"\n\n*{cited}*" if cited else "")
+
+
+# The two answers of "Read again for this question", side by side.
+GENERAL = "From the memory of the first read"
+FOCUSED = "From a read for this question"
 
 
 def _titled(title: str, text: str) -> str:

@@ -9,7 +9,7 @@ import html
 
 from infinipot.app.web.wording import RESUME_CONTINUES
 
-LIBRARY_HEADERS = ["Document", "Status", "Tokens", "Pages", "Pot (entries / size)", "Disk", "ID"]
+LIBRARY_HEADERS = ["Document", "Status", "Tokens", "Pages", "Memory (kept / size)", "Disk", "ID"]
 # Why a token is in the model's memory, in plain words (the paper's terms in brackets, for the hover text).
 STATE_LABELS = {
     "sink": "kept always: the chat template's opening (sink)",
@@ -94,7 +94,7 @@ def duration(seconds: float | None) -> str:
 
 
 def progress_text(snapshot: dict | None) -> str:
-    """One line: '983 / 1,524 tokens (65%) · 20 compressions · 107 tokens/s · ETA 5 s'."""
+    """One line: '983 / 1,524 tokens (65%) · memory 3,096 / 4,096, compressed 20 times · 107 tokens/s · ETA 5 s'."""
     if snapshot is None:
         return "Choose or upload a document."
     status = snapshot["status"]
@@ -108,15 +108,14 @@ def progress_text(snapshot: dict | None) -> str:
     rate = snapshot["tokens_per_second"]
     parts = [
         f"{of_total} ({100 * snapshot['fraction']:.0f}%)",
-        f"{snapshot['cycles']:,} compressions",
-        f"pot {snapshot['entries']:,} / {snapshot['pot_size']:,} entries",
+        f"memory {snapshot['entries']:,} / {snapshot['pot_size']:,}, compressed {_times(snapshot['cycles'])}",
         f"{rate:,.0f} tokens/s" if rate else "- tokens/s",
     ]
     if status == "reading":
         parts.append(f"ETA {duration(snapshot['eta_seconds'])}")
         return f"{name}: reading · " + " · ".join(parts)
     if status == "done":
-        how = "reused the stored pot" if snapshot.get("reused") else f"read in {duration(snapshot['elapsed_seconds'])}"
+        how = "read before, reused" if snapshot.get("reused") else f"read in {duration(snapshot['elapsed_seconds'])}"
         notes = "".join(f" · {warning}" for warning in snapshot.get("warnings", []))
         return f"{name}: ready · " + " · ".join(parts) + f" · {how}{notes}"
     if status == "cancelled":
@@ -124,6 +123,10 @@ def progress_text(snapshot: dict | None) -> str:
     if status == "interrupted":
         return f"{name}: interrupted · {RESUME_CONTINUES}"
     return f"{name}: failed: {snapshot.get('error') or 'unknown error'}"
+
+
+def _times(count: int) -> str:
+    return {0: "not yet", 1: "once", 2: "twice"}.get(count, f"{count:,} times")
 
 
 def progress_html(snapshot: dict | None) -> str:
@@ -147,8 +150,8 @@ def legend_html(mode: str, heads: int = 0) -> str:
         steps = range(heads + 1) if 0 < heads <= _SHADES else range(0, _SHADES + 1, 2)
         total = heads if 0 < heads <= _SHADES else _SHADES
         cells = "".join(f'<span class="ip-tok ip-h{head_shade(k, total)}">{100 * k / total:.0f}%</span>' for k in steps)
-        note = "The darker the text, the more of the model's KV heads remember it; grey: none do."
-        return f'<div class="ip-legend">{escape(note)} Share of heads: {cells}</div>'
+        note = "The darker the text, the more of the model's attention groups remember it; grey: none do."
+        return f'<div class="ip-legend">{escape(note)} Share of groups: {cells}</div>'
     cells = "".join(f'<span class="ip-tok ip-{state}">{escape(label)}</span>' for state, label in LEGEND_LABELS.items())
     forgotten = '<span class="ip-tok ip-dropped">forgotten</span>'
     return (
@@ -158,7 +161,7 @@ def legend_html(mode: str, heads: int = 0) -> str:
 
 
 def window_caption(window: dict) -> str:
-    head = "all KV heads" if window["head"] is None else f"KV head {window['head']}"
+    head = "all attention groups" if window["head"] is None else f"attention group {window['head']}"
     where = f" · starts at {window['where']}" if window.get("where") else ""
     caption = (
         f"Tokens {window['start']:,}-{max(window['start'], window['end'] - 1):,} of {window['total']:,}{where} · "
@@ -167,8 +170,9 @@ def window_caption(window: dict) -> str:
     if window["mode"] == "one head":
         kept = window["kept"]
         caption += (
-            f" · pot {window['entries']:,} entries: {kept['nuc']:,} NuC, {kept['cap']:,} CaP, "
-            f"{kept['read']:,} read since the last compression, {kept['sink']:,} sinks"
+            f" · its memory holds {window['entries']:,} tokens: {kept['cap']:,} important to a summary, "
+            f"{kept['nuc']:,} surprising, {kept['read']:,} read since the last compression, "
+            f"{kept['sink']:,} of the chat template kept always"
         )
     return caption
 
@@ -239,7 +243,7 @@ def memory_caption(memory: dict) -> str:
     ratio = last["full_kv_bytes"] / last["pot_bytes"] if last["pot_bytes"] else 0
     when = "so far" if memory["live"] else "at the end of the read"
     return (
-        f"{when.capitalize()}: the pot holds {last['entries']:,} entries ({size(last['pot_bytes'])}); a full KV cache "
-        f"for the same {last['tokens']:,} tokens would need {size(last['full_kv_bytes'])} ({ratio:,.1f}x). "
+        f"{when.capitalize()}: the memory holds {last['entries']:,} tokens ({size(last['pot_bytes'])}); a full "
+        f"KV cache for the same {last['tokens']:,} tokens would need {size(last['full_kv_bytes'])} ({ratio:,.1f}x). "
         f"Process memory: {size(last['rss_bytes'])}."
     )
