@@ -189,12 +189,13 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
 def test_buttons_are_enabled_only_when_they_can_act():
     from infinipot.app.web.page.handlers import button_states
 
-    assert button_states(None) == (False, False, False)  # nothing chosen
+    # (Cancel, Resume, Delete, and Ask with the summary buttons)
+    assert button_states(None) == (False, False, False, False)  # nothing chosen: nothing to ask either
     for status in ("queued", "counting", "reading"):
-        assert button_states({"status": status}) == (True, False, False)  # only Cancel
+        assert button_states({"status": status}) == (True, False, False, False)  # only Cancel
     for status in ("cancelled", "interrupted", "failed"):
-        assert button_states({"status": status}) == (False, True, True)
-    assert button_states({"status": "done"}) == (False, False, True)
+        assert button_states({"status": status}) == (False, True, True, False)
+    assert button_states({"status": "done"}) == (False, False, True, True)  # read: it can be asked
 
 
 def test_invalid_settings_refuse_the_upload(tmp_path, infinipot_home, model_dir):

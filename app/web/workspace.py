@@ -155,6 +155,10 @@ class Workspace:
             "pot_size": pot["pot_size"] if pot else (job or {}).get("pot_size"),
             "disk_bytes": doc["disk_bytes"] if doc else 0,
         }
+        if job is not None and job["status"] in ACTIVE:
+            # Being read: the memory as the progress line shows it; the disk use only once read (the read's resume
+            # points come and go meanwhile, so it would jump up and down).
+            row.update(pot_entries=job.get("entries") or None, disk_bytes=None)
         if job is not None and job["status"] != DONE:
             row["state"], row["status"] = job["status"], _job_status(job)
         elif ready:
@@ -308,7 +312,12 @@ class Workspace:
             return None
         job = self.reads.latest(doc_id)
         if job is not None:
-            return job.snapshot()
+            snapshot = job.snapshot()
+            if snapshot["status"] == DONE and not snapshot.get("reused"):  # a resumed read: its time in all
+                pot = _latest_pot(self.service.document(doc_id))
+                if pot is not None and pot.get("read_seconds"):
+                    snapshot["elapsed_seconds"] = pot["read_seconds"]
+            return snapshot
         doc = self.service.document(doc_id)
         pot = _latest_pot(doc)
         if pot is None:

@@ -84,14 +84,20 @@ class InfiniPotApp:
                 self.follow_panel.layout(c)
             with gr.Tab("Chat"):
                 c.history = gr.Dropdown(label="Conversation", choices=[], value=None, allow_custom_value=True)
-                c.chatbot = gr.Chatbot(label="Conversation about the document", height=420, elem_id="ip-chat")
+                c.chatbot = gr.Chatbot(
+                    label="Conversation about the document",
+                    height=420,
+                    elem_id="ip-chat",
+                    placeholder="Ask about the chosen document, or press **Summarize this file**. Answers quote the "
+                    "passages they come from; a source under an answer opens the document there.",
+                )
                 c.question = gr.Textbox(label="Question", placeholder="Ask about the document", elem_id="ip-question")
                 with gr.Row():
-                    c.ask = gr.Button("Ask", variant="primary", elem_id="ip-ask")
+                    c.ask = gr.Button("Ask", variant="primary", elem_id="ip-ask", interactive=False)
                     c.stop = gr.Button("Stop", elem_id="ip-stop")
                     c.new_chat = gr.Button("New chat")
-                    c.summarize = gr.Button("Summarize this file", elem_id="ip-summarize")
-                    c.new_summary = gr.Button("New summary", elem_id="ip-new-summary")
+                    c.summarize = gr.Button("Summarize this file", elem_id="ip-summarize", interactive=False)
+                    c.new_summary = gr.Button("New summary", elem_id="ip-new-summary", interactive=False)
                 c.summary_status = gr.Markdown(elem_id="ip-summary-status")
                 # Never shown: they carry the /ask, /summarize and /summarize_new APIs (wire_events).
                 c.ask_api, c.summary_api, c.new_summary_api = (gr.Button(visible=False) for _ in range(3))
@@ -361,7 +367,7 @@ class InfiniPotApp:
             c.contrast,
             c.stop_on_repeat,
         ]
-        buttons = [c.cancel, c.resume, c.delete]
+        buttons = [c.cancel, c.resume, c.delete, c.ask, c.summarize, c.new_summary]  # as handlers.button_states
         refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen, *buttons])
         chosen = [c.chatbot, c.chat, c.history, c.progress, c.summary_status]
         selected = dict(fn=h.select, inputs=c.doc, outputs=chosen)

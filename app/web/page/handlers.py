@@ -18,6 +18,7 @@ from infinipot.app.web.turns import QUESTION, SUMMARY
 from infinipot.app.web.wording import SUMMARY_REQUEST
 
 ALL_HEADS = "all heads"
+NO_CHANGE = object()  # an update that leaves a value as it is
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
 SETTING_NAMES = (
     "model",
@@ -79,6 +80,15 @@ def answers_from_values(values: tuple) -> dict:
     return dict(zip(ANSWER_NAMES, values, strict=True))
 
 
+def _document_choices(choices: list[tuple[str, str]], value=NO_CHANGE) -> dict:
+    """The Document selector's update: its choices, the chosen one when given, and a label that says what to do
+    when there is none yet."""
+    label = "Document" if choices else NO_DOCUMENT_LABEL
+    if value is NO_CHANGE:
+        return gr.update(choices=choices, label=label)
+    return gr.update(choices=choices, value=value, label=label)
+
+
 def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
     return [(f"{c['created_at'][:16].replace('T', ' ')} · {c['title']}", c["id"]) for c in reversed(conversations)]
 
@@ -138,15 +148,23 @@ def _with_stopped_mark_part(part: dict) -> dict:
     return {**part, "text": _with_stopped_mark(part.get("text", ""))}
 
 
-def button_states(progress: dict | None) -> tuple[bool, bool, bool]:
-    """Whether Cancel, Resume and Delete can do anything for the chosen document's state."""
+def button_states(progress: dict | None) -> tuple[bool, bool, bool, bool]:
+    """Whether Cancel, Resume, Delete, and Ask and the summary buttons can do anything for the chosen document's
+    state."""
     status = progress["status"] if progress else None
     reading = status in ("queued", "counting", "reading")
-    return reading, status in ("cancelled", "interrupted", "failed"), progress is not None and not reading
+    stopped = status in ("cancelled", "interrupted", "failed")
+    return reading, stopped, progress is not None and not reading, status == "done"
 
 
-def _button_updates(states: tuple[bool, bool, bool]) -> list[dict]:
-    return [gr.update(interactive=state) for state in states]
+def _button_updates(states: tuple[bool, bool, bool, bool]) -> list[dict]:
+    *library, ready = states
+    return [gr.update(interactive=state) for state in library] + [gr.update(interactive=ready)] * len(CHAT_BUTTONS)
+
+
+# The Chat tab's buttons that need a document read (after the Library tab's Cancel, Resume and Delete).
+CHAT_BUTTONS = ("ask", "summarize", "new_summary")
+NO_DOCUMENT_LABEL = "Document: none yet (drop files into the Library tab)"
 
 
 def _memory_frames(rows: dict[str, list[dict]]) -> tuple[dict, dict]:
@@ -177,35 +195,39 @@ class Handlers:
         results = self.ws.add_files([str(f) for f in files], settings_from_values(settings))
         table = render.library_rows(self.ws.library())
         added = [r["doc_id"] for r in results if r["ok"]]
-        choose = gr.update(choices=self.ws.choices(), value=added[0]) if added else gr.skip()
+        choose = _document_choices(self.ws.choices(), added[0]) if added else gr.skip()
         return render.upload_notice(results), table, choose, None
 
     def library(self, doc_id):
-        """The library table, the document choices and the chosen document's progress."""
+        """The library table, the document choices and the chosen document's progress (on an empty library,
+        what to do first)."""
         rows = self.ws.library()
         choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
         # The page was (re)loaded with no document chosen: the latest one, so Chat is not empty.
         keep = doc_id if any(value == doc_id for _, value in choices) else (rows[-1]["doc_id"] if rows else None)
-        progress = render.progress_html(self.ws.progress(keep))
-        return render.library_rows(rows), gr.update(choices=choices, value=keep), progress
+        progress = render.progress_html(self.ws.progress(keep)) if rows else render.empty_library_html()
+        return render.library_rows(rows), _document_choices(choices, keep), progress
 
     def refresh(self, doc_id, seen):
         """Timer tick: the same as library(), each part sent only when it changed (the page does not flicker)."""
         rows = self.ws.library()
         table = render.library_rows(rows)
         choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
-        progress = render.progress_html(self.ws.progress(doc_id))
+        progress = render.progress_html(self.ws.progress(doc_id)) if rows else render.empty_library_html()
         seen = seen or {}
         if choices == seen.get("choices"):
             choices_out = gr.skip()
         elif doc_id and not any(value == doc_id for _, value in choices):
-            choices_out = gr.update(choices=choices, value=None)  # the chosen document was deleted
+            # The chosen document was deleted (here or by another process): the latest one left is chosen.
+            choices_out = _document_choices(choices, rows[-1]["doc_id"] if rows else None)
         else:
-            choices_out = gr.update(choices=choices)  # an upload may be choosing a document right now
+            choices_out = _document_choices(choices)  # an upload may be choosing a document right now
         table_out = table if table != seen.get("table") else gr.skip()
         progress_out = progress if progress != seen.get("progress") else gr.skip()
         buttons = button_states(self.ws.progress(doc_id))
-        buttons_out = _button_updates(buttons) if buttons != seen.get("buttons") else [gr.skip()] * 3
+        buttons_out = (
+            _button_updates(buttons) if buttons != seen.get("buttons") else [gr.skip()] * (3 + len(CHAT_BUTTONS))
+        )
         state = {"table": table, "choices": choices, "progress": progress, "buttons": buttons}
         return table_out, choices_out, progress_out, state, *buttons_out
 
@@ -225,11 +247,14 @@ class Handlers:
 
     @user_errors
     def cancel(self, doc_id):
-        return self.ws.cancel(doc_id)
+        """A passing note (the progress line then says cancelled), so no line is left behind beside a newer state."""
+        gr.Info(self.ws.cancel(doc_id))
+        return ""
 
     @user_errors
     def resume(self, doc_id):
-        return self.ws.resume(doc_id)
+        gr.Info(self.ws.resume(doc_id))
+        return ""
 
     @user_errors
     def ask_delete(self, doc_id):
@@ -248,8 +273,10 @@ class Handlers:
     def delete(self, doc_id):
         message = self.ws.delete(doc_id)
         hidden = gr.update(visible=False)
-        table = render.library_rows(self.ws.library())
-        return message, table, gr.update(choices=self.ws.choices(), value=None), hidden, hidden
+        rows = self.ws.library()
+        choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+        latest = rows[-1]["doc_id"] if rows else None  # the chooser is never left blank while documents remain
+        return message, render.library_rows(rows), _document_choices(choices, latest), hidden, hidden
 
     # -- chat --------------------------------------------------------------------------------------
     @user_errors

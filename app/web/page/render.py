@@ -64,7 +64,7 @@ def library_rows(rows: list[dict]) -> list[list]:
                 _count(row["tokens"]),
                 _count(row["pages"]),
                 pot,
-                size(row["disk_bytes"]),
+                "-" if row["disk_bytes"] is None else size(row["disk_bytes"]),
                 row["doc_id"],
             ]
         )
@@ -127,6 +127,18 @@ def progress_text(snapshot: dict | None) -> str:
 
 def _times(count: int) -> str:
     return {0: "not yet", 1: "once", 2: "twice"}.get(count, f"{count:,} times")
+
+
+# The first screen, before any document: what to do and what happens then.
+EMPTY_LIBRARY = (
+    "Your library is empty. Drop a document above: a PDF, Word, EPUB, HTML, text or log file of any length. The "
+    "model reads it once (a 100-page PDF takes a few minutes on a laptop), keeps its memory of it, and then answers "
+    "questions about it and summarizes it in the Chat tab."
+)
+
+
+def empty_library_html() -> str:
+    return f'<div class="ip-progress ip-empty"><div class="ip-progress-text">{escape(EMPTY_LIBRARY)}</div></div>'
 
 
 def progress_html(snapshot: dict | None) -> str:
