@@ -4,6 +4,8 @@ on a tiny model that attends to a needle)."""
 
 from __future__ import annotations
 
+import re
+
 import gradio as gr
 import pytest
 from helpers import (
@@ -37,13 +39,38 @@ def test_chat_message_shows_sources_and_offers_them_as_options():
         "The key is 12345.\n\n*Sources: page 12 (41%) · page 3 (12%) (%: the share of the answer's attention each "
         "place drew)*"
     )
-    assert message["options"] == [{"value": "930", "label": "page 12 (41%)"}, {"value": "201", "label": "page 3 (12%)"}]
+    assert [option["label"] for option in message["options"]] == ["page 12 (41%)", "page 3 (12%)"]
+    # A source's button names its place's first token and the sentence to mark there (none without text).
+    assert [sources.source_reference(option["value"]) for option in message["options"]] == [(930, ""), (201, "")]
     assert sources.chat_message("assistant", "No sources.", []) == {"role": "assistant", "content": "No sources."}
     assert sources.chat_message("user", "A question", citations) == {"role": "user", "content": "A question"}
-    assert sources.source_token(" 930 ") == 930
-    for bad in ("page 3", "-4", None):
+    assert sources.source_token(" 930 ") == 930  # as an answer stored before the sentence was named sends it
+    for bad in ("page 3", "-4", None, '{"quote": "no token"}', '{"token": -2}'):
         with pytest.raises(ValueError, match="not a source reference"):
             sources.source_token(bad)
+
+
+def test_a_place_cited_twice_is_listed_once_with_its_share_in_all():
+    citations = [
+        {"label": "page 27", "score": 0.3, "token": 900, "snippet": "The license."},
+        {"label": "page 2", "score": 0.2, "token": 40, "snippet": "Version 1.3."},
+        {"label": "page 27", "score": 0.1, "token": 950, "snippet": "Another passage of page 27."},
+    ]
+    message = sources.chat_message("assistant", "The GNU Free Documentation License.", citations)
+    assert [option["label"] for option in message["options"]] == ["page 27 (40%)", "page 2 (20%)"]
+    assert message["content"].count("page 27 (40%)") == 1
+
+
+def test_the_sentence_a_source_quotes_is_found_among_the_tokens_whatever_the_spaces():
+    from infinipot.app.web.kept_view import find_quote
+
+    pieces = ["The", " ferry", " leaves", "\n", "every", " day", " at", " 7", ":", "40", ".", " Then", " rain", "."]
+    assert find_quote(pieces, "ferry leaves every day at 7:40.") == (1, 11)
+    assert find_quote(pieces, "…every day at 7:40. Then") == (4, 12)  # a cut quote: its ellipsis ignored
+    assert find_quote(pieces, "A bus.") is None and find_quote(pieces, "  ") is None
+    # A quote that goes on differently (a PDF's hyphenation): found by its first 60 characters.
+    words = [f" word{i}" for i in range(30)]
+    assert find_quote(words, "".join(words[2:20]) + " hyphen-ated") == (2, 14)  # into word13
 
 
 def test_cited_text_is_quoted_under_the_answer_and_is_the_hover_text_of_its_source():
@@ -64,7 +91,7 @@ def test_cited_text_is_quoted_under_the_answer_and_is_the_hover_text_of_its_sour
     assert first.startswith(
         "> **line 12** “The storeroom safe opens with 4-7-1-9 &lt;b&gt;now&lt;/b&gt;, said \\*Ada\\* \\[1\\]."
     )
-    assert first.endswith("…”") and len(first) < 240  # a long passage is cut at a word
+    assert first.endswith("…”") and len(first) < 420  # a long passage is cut at a word
     assert gap == ">" and second == "> **line 3** “A short line.”"
     assert "Not quoted" not in quotes and "Not quoted" in sources_line  # the third source: hover text only
 
@@ -105,12 +132,19 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
     # The answer's attention pointed at the needle: the sentence around it is quoted under the answer.
     assert f"> **page {NEEDLE_PAGE}** “" in answer["content"] and "The passkey is 12345." in answer["content"]
 
-    start, tabs = handlers.open_source(gr.SelectData(None, {"index": 0, "value": option["value"]}), doc_id)
+    start, tabs, quoted = handlers.open_source(gr.SelectData(None, {"index": 0, "value": option["value"]}), doc_id)
     assert tabs["selected"] == KEPT_TAB
     location_map = workspace.service.location_map(doc_id)
-    assert location_map.page_of(start) == NEEDLE_PAGE and location_map.page_of(start - 1) == NEEDLE_PAGE - 1
-    caption = handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
-    assert f"starts at page {NEEDLE_PAGE}, line 1" in caption
+    # The view opens on the cited page, a few tokens before the quoted sentence, which it marks.
+    assert location_map.page_of(start) == NEEDLE_PAGE and start <= quoted[0] < quoted[1]
+    caption, _, tokens = handlers.show_kept(doc_id, 0, "0", start, 200, "position", quoted)[:3]
+    assert f"starts at page {NEEDLE_PAGE}, line " in caption and "outlined in yellow" in caption
+    marked = re.findall(r'<span class="ip-tok [^"]*ip-quoted"[^>]*>([^<]*)</span>', tokens)
+    assert "The passkey is 12345." in "".join(marked)
+    # Opened at the page's first token when the sentence is not there (an answer stored before sentences were
+    # named sends the bare token).
+    start, _, quoted = handlers.open_source(gr.SelectData(None, {"index": 0, "value": str(start)}), doc_id)
+    assert quoted is None and "outlined" not in handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
 
     # Shown again with the conversation (from the stored message), after choosing the document anew.
     shown = handlers.select(doc_id)[0]

@@ -188,8 +188,10 @@ def test_the_all_heads_legend_has_one_step_per_possible_share():
 def test_the_retention_map_has_axis_ticks_and_a_colour_scale():
     data = {"matrix": [[0.0, 0.1, 0.69]] * 12, "labels": ["0", "100", "200"], "x": "position"}
     html = render.retention_html(data)
-    ticks = re.findall(r'<td colspan="1" class="ip-xtick">([^<]*)</td>', html)
-    assert ticks == ["0", "100", "200"]
+    ticks = re.findall(r'<span class="(ip-\w+)" style="left: ([\d.]+)%">([^<]*)</span>', html)
+    # under each column's middle; the first and last held inside the map's edges (the last ran past it)
+    assert ticks == [("ip-first", "16.67", "0"), ("ip-mid", "50.00", "100"), ("ip-last", "83.33", "200")]
+    assert "layer (0 at the top to 11)" in html
     layers = re.findall(r'<th class="ip-layer">(\d*)</th>', html)
     assert [label for label in layers if label] == ["0", "5", "10", "11"]
     assert "share of the tokens the layer still holds: 0%" in html and "69.0% (the highest in this map)" in html

@@ -135,3 +135,27 @@ def memory_rows(samples: list[dict]) -> dict[str, list[dict]]:
     ]
     process = [{"tokens": sample["tokens"], "MB": round(sample["rss_bytes"] / 2**20, 1)} for sample in samples]
     return {"kv": kv, "process": process}
+
+
+# A quote is found by its first characters when the whole does not match (a PDF's hyphenation, a cut quote).
+QUOTE_PREFIX_CHARS = 60
+
+
+def find_quote(pieces: list[str], quote: str) -> tuple[int, int] | None:
+    """Token offsets [first, end) of the pieces that hold `quote`, spaces ignored on both sides (a document's
+    line breaks and a quote's single spaces differ); by its first QUOTE_PREFIX_CHARS characters when the whole is
+    not there; None when neither is."""
+    wanted = "".join(quote.replace("…", " ").split())
+    if not wanted:
+        return None
+    text, owner = [], []  # the pieces' characters without spaces, and the piece each came from
+    for index, piece in enumerate(pieces):
+        for char in "".join(piece.split()):
+            text.append(char)
+            owner.append(index)
+    joined = "".join(text)
+    for target in (wanted, wanted[:QUOTE_PREFIX_CHARS]):
+        at = joined.find(target)
+        if at >= 0:
+            return owner[at], owner[at + len(target) - 1] + 1
+    return None

@@ -48,6 +48,10 @@ from infinipot.storage.errors import NotStored
 log = logging.getLogger(__name__)
 # A document or conversation deleted while its turn was stored: nothing to keep.
 STORE_GONE = (sqlite3.IntegrityError, NotStored, DocumentNotFound)
+# How far after a cited place's first token its quoted sentence is looked for (a long page, a run of lines).
+QUOTE_SEARCH_TOKENS = 4096
+# Tokens shown before a quoted sentence when a source opens it (the end of the sentence before it).
+QUOTE_LEAD_TOKENS = 24
 # A summary's stream says "wait" this often while a part is being made, so its reader can stop it.
 WAIT_TICK_SECONDS = 0.5
 _UNSAFE_NAME = re.compile(r"[^\w.\- ()\[\]]")
@@ -506,6 +510,21 @@ class Workspace:
                     return
         finally:
             stopped.set()
+
+    def source_place(self, doc_id: str, token: int, quote: str = "") -> dict:
+        """Where the kept-tokens window opens for a cited place, and the quoted sentence's tokens in it: {"start",
+        "quoted": [first, end) or None}. The sentence is looked for from the place's first token on; the window
+        opens a few tokens before it."""
+        start = self.source_start(doc_id, token)
+        if not quote.strip():
+            return {"start": start, "quoted": None}
+        stored = self.service.open_pot(self._ready(doc_id))
+        ids, _ = self.service.token_window(doc_id, start, start + QUOTE_SEARCH_TOKENS)
+        found = kept_view.find_quote(kept_view.token_pieces(stored.engine.tokenizer, ids), quote)
+        if found is None:
+            return {"start": start, "quoted": None}
+        first, end = start + found[0], start + found[1]
+        return {"start": max(start, first - QUOTE_LEAD_TOKENS), "quoted": [first, end]}
 
     def source_start(self, doc_id: str, token: int) -> int:
         """Where the kept-tokens window opens for a cited place: its first token (checked against the document)."""

@@ -17,6 +17,8 @@ INTRO = (
     "Drop in documents of any length. The model reads every word once and keeps a fixed-size memory of it, "
     "which is stored: questions, summaries and the view of what the model kept all reuse it. Offline."
 )
+# After a source opens the view: the marked sentence scrolled into the middle of the text box.
+SCROLL_TO_QUOTE = "() => document.querySelector('#ip-tokens .ip-quoted')?.scrollIntoView({block: 'center'})"
 # The method's terms, each said once, in the Settings tab's Advanced part (docs/method.md says more).
 GLOSSARY = """**The method's terms** (the InfiniPot paper; docs/method.md explains each in full)
 - **Memory pot** (size **|M|**, "Memory size" above): the model's fixed-size memory of the document, its key-value
@@ -51,6 +53,7 @@ class InfiniPotApp:
         defaults = choices["defaults"]
         c.seen = gr.State({})
         c.chat = gr.State({"doc_id": None, "conversation_id": None})
+        c.quoted = gr.State(None)  # [first, end) tokens of the sentence a clicked source quoted, marked in the view
         c.timer = gr.Timer(self.refresh_seconds)
         gr.Markdown(INTRO)
         c.doc = gr.Dropdown(label="Document", choices=[], value=None, allow_custom_value=True, elem_id="ip-document")
@@ -86,6 +89,8 @@ class InfiniPotApp:
                 c.history = gr.Dropdown(label="Conversation", choices=[], value=None, allow_custom_value=True)
                 c.chatbot = gr.Chatbot(
                     label="Conversation about the document",
+                    show_label=False,  # a label and a toolbar sat over the first message
+                    buttons=["copy"],  # a copy button beside each message; none over the conversation
                     height=420,
                     elem_id="ip-chat",
                     placeholder="Ask about the chosen document, or press **Summarize this file**. Answers quote the "
@@ -126,26 +131,26 @@ class InfiniPotApp:
                 c.x_axis = gr.Radio(["position", "page"], value="position", label="x axis")
                 c.retention = gr.HTML()
                 gr.Markdown("### Memory over the reading")
-                with gr.Row():
-                    c.memory_plot = gr.LinePlot(
-                        x="tokens",
-                        y="MB",
-                        color="series",
-                        color_map={"pot": "#2f7d4f", "full KV cache": "#d9822b"},
-                        x_title="tokens read",
-                        y_title="MB",
-                        color_title="memory",
-                        height=400,
-                        label="Model memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
-                    )
-                    c.process_plot = gr.LinePlot(
-                        x="tokens",
-                        y="MB",
-                        x_title="tokens read",
-                        y_title="MB",
-                        height=400,
-                        label="Memory of the whole process, RSS (MB, from 0)",
-                    )
+                # One under the other, full width: side by side, the legend was clipped.
+                c.memory_plot = gr.LinePlot(
+                    x="tokens",
+                    y="MB",
+                    color="series",
+                    color_map={"pot": "#2f7d4f", "full KV cache": "#d9822b"},
+                    x_title="tokens read",
+                    y_title="MB",
+                    color_title="memory",
+                    height=400,
+                    label="Model memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
+                )
+                c.process_plot = gr.LinePlot(
+                    x="tokens",
+                    y="MB",
+                    x_title="tokens read",
+                    y_title="MB",
+                    height=400,
+                    label="Memory of the whole process, RSS (MB, from 0)",
+                )
                 c.memory_caption = gr.Markdown()
                 with gr.Accordion("Data (JSON)", open=False):
                     c.data = gr.JSON()
@@ -442,7 +447,7 @@ class InfiniPotApp:
 
         show = dict(
             fn=h.show_kept,
-            inputs=[c.doc, c.layer, c.head, c.start, c.size, c.x_axis],
+            inputs=[c.doc, c.layer, c.head, c.start, c.size, c.x_axis, c.quoted],
             outputs=[
                 c.caption,
                 c.legend,
@@ -460,13 +465,16 @@ class InfiniPotApp:
         )
         c.show.click(**show, api_name="kept")
         c.kept_tab.select(**show, api_visibility="undocumented")  # opened: the chosen window at once
-        reset = dict(fn=h.reset_kept, inputs=c.doc, outputs=[c.start, c.page, c.caption, c.legend, c.tokens])
+        reset = dict(fn=h.reset_kept, inputs=c.doc, outputs=[c.start, c.page, c.caption, c.legend, c.tokens, c.quoted])
         c.doc.change(**reset, api_visibility="undocumented").then(**show, api_visibility="undocumented")
         c.x_axis.change(**show, api_visibility="undocumented")
         c.previous.click(lambda s, n: h.shift_window(s, n, -1), [c.start, c.size], c.start).then(**show)
         c.next.click(lambda s, n: h.shift_window(s, n, 1), [c.start, c.size], c.start).then(**show)
         c.go_page.click(h.go_to_page, [c.doc, c.page], c.start, api_name="page").success(**show)
-        c.chatbot.option_select(h.open_source, c.doc, [c.start, c.tabs], api_visibility="undocumented").success(**show)
+        opened = c.chatbot.option_select(
+            h.open_source, c.doc, [c.start, c.tabs, c.quoted], api_visibility="undocumented"
+        ).success(**show)
+        opened.then(fn=None, js=SCROLL_TO_QUOTE)
 
         for component in settings:
             component.change(h.check_settings, settings, c.settings_notice, api_visibility="undocumented")

@@ -171,9 +171,9 @@ def _memory_frames(rows: dict[str, list[dict]]) -> tuple[dict, dict]:
     """The two memory plots' data, each with a y axis from 0 (a 10 MB change in 1.8 GB is not dramatic)."""
     kv = pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"])
     process = pd.DataFrame(rows["process"], columns=["tokens", "MB"])
-    return (
-        gr.update(value=kv, y_lim=[0, _top(kv)]),
-        gr.update(value=process, y_lim=[0, _top(process)]),
+    return (  # hidden without samples (a document read by the CLI): the caption says so
+        gr.update(value=kv, y_lim=[0, _top(kv)], visible=len(kv) > 0),
+        gr.update(value=process, y_lim=[0, _top(process)], visible=len(process) > 0),
     )
 
 
@@ -395,9 +395,11 @@ class Handlers:
 
     @user_errors
     def open_source(self, event: gr.SelectData, doc_id):
-        """A source under an answer was clicked: open "What the model kept" at the cited place's first token."""
-        start = self.ws.source_start(doc_id, sources.source_token(event.value))
-        return start, gr.update(selected=KEPT_TAB)
+        """A source under an answer was clicked: open "What the model kept" just before the sentence quoted from
+        that place, which the view marks (at the place's first token when the sentence is not found)."""
+        token, quote = sources.source_reference(event.value)
+        place = self.ws.source_place(doc_id, token, quote)
+        return place["start"], gr.update(selected=KEPT_TAB), place["quoted"]
 
     @user_errors
     def show_summary_request(self, doc_id, history, chat, *answer):
@@ -477,7 +479,7 @@ class Handlers:
 
     # -- what the model kept -----------------------------------------------------------------------
     @user_errors
-    def show_kept(self, doc_id, layer, head, start, size, x_axis):
+    def show_kept(self, doc_id, layer, head, start, size, x_axis, quoted=None):
         """The kept-token view of the chosen window. A value out of range, or a document not ready, is one line in
         the caption (the inputs keep their values and show no error); the inputs' labels give their real ranges."""
         if not doc_id:
@@ -493,9 +495,9 @@ class Handlers:
         heads = [ALL_HEADS] + [str(i) for i in range(window["kv_heads"])]
         pages = window["pages"]
         return (
-            render.window_caption(window),
+            render.window_caption(window, quoted),
             render.legend_html(window["mode"], window.get("heads_counted", 0)),
-            render.tokens_html(window),
+            render.tokens_html(window, quoted),
             render.retention_html(retention),
             *_memory_frames(memory["rows"]),
             render.memory_caption(memory),
@@ -507,8 +509,9 @@ class Handlers:
         )
 
     def reset_kept(self, doc_id):
-        """Another document was chosen: its view starts at its first token, page 1, the old window cleared."""
-        return 0, 1, "", "", ""
+        """Another document was chosen: its view starts at its first token, page 1, the old window and the marked
+        quote cleared."""
+        return 0, 1, "", "", "", None
 
     def shift_window(self, start, size, direction: int):
         return max(0, int(start or 0) + direction * int(size or 0))

@@ -172,7 +172,11 @@ def legend_html(mode: str, heads: int = 0) -> str:
     )
 
 
-def window_caption(window: dict) -> str:
+def _marks_quote(window: dict, quoted: list[int] | None) -> bool:
+    return bool(quoted) and quoted[0] < window["end"] and quoted[1] > window["start"]
+
+
+def window_caption(window: dict, quoted: list[int] | None = None) -> str:
     head = "all attention groups" if window["head"] is None else f"attention group {window['head']}"
     where = f" · starts at {window['where']}" if window.get("where") else ""
     caption = (
@@ -186,11 +190,15 @@ def window_caption(window: dict) -> str:
             f"{kept['nuc']:,} surprising, {kept['read']:,} read since the last compression, "
             f"{kept['sink']:,} of the chat template kept always"
         )
+    if _marks_quote(window, quoted):
+        caption += " · the sentence the answer quoted is outlined in yellow"
     return caption
 
 
-def tokens_html(window: dict) -> str:
-    """The window's text, one span per token, classed by why it was kept (or by how many heads kept it)."""
+def tokens_html(window: dict, quoted: list[int] | None = None) -> str:
+    """The window's text, one span per token, classed by why it was kept (or by how many heads kept it); the
+    tokens of a quoted sentence [first, end) are also classed ip-quoted (a source opened from the chat)."""
+    first, end = quoted if quoted else (-1, -1)
     spans = []
     for offset, token in enumerate(window["tokens"]):
         if not token["text"]:
@@ -204,6 +212,8 @@ def tokens_html(window: dict) -> str:
         else:
             title = f"token {index:,}: {STATE_LABELS[token['state']]}"
             css = f"ip-{token['state']}"
+        if first <= index < end:
+            css += " ip-quoted"
         spans.append(f'<span class="ip-tok {css}" title="{escape(title)}">{escape(token["text"])}</span>')
     return f'<div class="ip-text">{"".join(spans)}</div>'
 
@@ -232,20 +242,29 @@ def retention_html(data: dict) -> str:
         )
         tick = str(layer) if layer % LAYER_TICK == 0 or layer == last_layer else ""
         rows.append(f'<tr><th class="ip-layer">{tick}</th>{cells}</tr>')
-    columns = len(labels)
-    ticks = sorted({round(i * (columns - 1) / (X_TICKS - 1)) for i in range(X_TICKS)}) if columns > 1 else [0]
-    tick_cells = "".join(
-        f'<td colspan="1" class="ip-xtick">{escape(labels[i]) if i in ticks else ""}</td>' for i in range(columns)
-    )
     axis = "page of the PDF" if data["x"] == "page" else "position in the document (tokens)"
     scale = "".join(f'<span class="ip-r{step}"></span>' for step in range(_SHADES + 1))
     return (
-        f'<div class="ip-retention"><table class="ip-heatmap">{"".join(rows)}'
-        f'<tr><th class="ip-layer"></th>{tick_cells}</tr></table>'
-        f'<div class="ip-axis">rows: the model\'s layers, 0 at the top to {last_layer} · columns: {axis}</div>'
+        f'<div class="ip-retention"><div class="ip-ytitle">layer (0 at the top to {last_layer})</div>'
+        f'<table class="ip-heatmap">{"".join(rows)}</table>'
+        f"{x_ticks_html(labels)}"
+        f'<div class="ip-xtitle">{axis}</div>'
         f'<div class="ip-scale">share of the tokens the layer still holds: 0% {scale} {100 * peak:.1f}% '
         "(the highest in this map)</div></div>"
     )
+
+
+def x_ticks_html(labels: list[str]) -> str:
+    """X_TICKS labels under the map's columns, each centred on its column's middle, the first and last kept inside
+    the map (aligned to its left and right edges) so that no label runs past it."""
+    columns = len(labels)
+    ticks = sorted({round(i * (columns - 1) / (X_TICKS - 1)) for i in range(X_TICKS)}) if columns > 1 else [0]
+    spans = []
+    for i in ticks:
+        where = "ip-first" if i == 0 else "ip-last" if i == columns - 1 else "ip-mid"
+        left = 100 * (i + 0.5) / max(columns, 1)
+        spans.append(f'<span class="{where}" style="left: {left:.2f}%">{escape(labels[i])}</span>')
+    return f'<div class="ip-xticks">{"".join(spans)}</div>'
 
 
 def memory_caption(memory: dict) -> str:

@@ -9,12 +9,13 @@ Handlers.open_source, which opens "What the model kept" there.
 from __future__ import annotations
 
 import html
+import json
 import re
 
 from infinipot.app.ask.quoting import marked_words, quoted_part, shared_words
 
 QUOTED = 2  # sources quoted under an answer (all of them have their text as hover text)
-QUOTE_CHARS = 180  # a quote longer than this is cut at a word, with an ellipsis
+QUOTE_CHARS = 360  # a quote longer than this is cut at a word, with an ellipsis (180 cut the sentence that mattered)
 # The sentence an answer came from is quoted whole up to this length (a PDF's run-on table row can be longer).
 WHOLE_QUOTE_CHARS = 600
 HOVER_CHARS = 600
@@ -109,6 +110,7 @@ def chat_message(
         content = f"**{lead}.**{' ' + rest if rest else ''}" if stop else f"**{content}**"
     if role != "assistant" or not citations:
         return {"role": role, "content": content}
+    citations = one_per_place(citations)
     quoted = quotes(citations, content)
     line = sources_line(citations)
     if not answerable:
@@ -116,16 +118,45 @@ def chat_message(
     return {
         "role": role,
         "content": f"{content}\n\n*{line}*" + (f"\n\n{quoted}" if quoted else ""),
-        "options": [{"value": str(c["token"]), "label": source_label(c)} for c in citations],
+        "options": [{"value": source_value(c, content), "label": source_label(c)} for c in citations],
     }
+
+
+def one_per_place(citations: list[dict]) -> list[dict]:
+    """The citations with each place (label) once: the first of a place keeps its text, and its share becomes the
+    place's share in all (two passages of one page were listed as that page twice)."""
+    merged: dict[str, dict] = {}
+    for citation in citations:
+        label = citation["label"]
+        if label in merged:
+            kept = merged[label]
+            merged[label] = {**kept, "score": (kept.get("score") or 0.0) + (citation.get("score") or 0.0)}
+        else:
+            merged[label] = dict(citation)
+    return list(merged.values())
+
+
+def source_value(citation: dict, answer: str) -> str:
+    """What a source's button sends when clicked: the place's first token and the sentence to mark there (the
+    one quoted under the answer), as JSON."""
+    quote = citation.get("quote") or quoted_part(citation.get("snippet", ""), answer)
+    return json.dumps({"token": int(citation["token"]), "quote": shortened(quote, WHOLE_QUOTE_CHARS)})
+
+
+def source_reference(value) -> tuple[int, str]:
+    """(document token, sentence to mark) that a clicked option names: source_value's JSON, or a bare token (an
+    answer stored before sources marked their sentence); ValueError for anything else."""
+    text = str(value).strip()
+    try:
+        data = json.loads(text) if text.startswith("{") else {"token": int(text), "quote": ""}
+        token, quote = int(data["token"]), str(data.get("quote") or "")
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"not a source reference: {value!r}") from None
+    if token < 0:
+        raise ValueError(f"not a source reference: {value!r}")
+    return token, quote
 
 
 def source_token(value) -> int:
     """The document token a clicked option names (ValueError for anything else)."""
-    try:
-        token = int(str(value).strip())
-    except ValueError:
-        raise ValueError(f"not a source reference: {value!r}") from None
-    if token < 0:
-        raise ValueError(f"not a source reference: {value!r}")
-    return token
+    return source_reference(value)[0]
