@@ -111,8 +111,21 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
 
         source = wait_for(source_button, "a source button under the answer", 60)
         cited_line = re.match(r"line (\d+)", source.text.strip()).group(1)
+        quoted = re.findall(r"“([^”]*)”", visible_text(browser, "#ip-chat"))  # the sentences quoted under the answer
         source.click()
         wait_for(lambda: f"starts at line {cited_line} ·" in visible_text(browser, "body"), "the cited line", 120)
+        # ... with the sentence quoted under the answer outlined there, scrolled into the text box's view.
+        marked = wait_for(
+            lambda: browser.find_elements(By.CSS_SELECTOR, "#ip-tokens .ip-quoted"), "the quoted sentence marked", 60
+        )
+        marked_text = normalized("".join(span.get_attribute("textContent") for span in marked))
+        assert marked_text and "outlined in yellow" in visible_text(browser, "body")
+        unspaced = lambda text: "".join(text.replace("…", "").split())  # noqa: E731
+        assert any(unspaced(marked_text)[:40] in unspaced(quote) for quote in quoted), (marked_text, quoted)
+        box = browser.find_element(By.CSS_SELECTOR, "#ip-tokens .ip-text")
+        in_view = "const b = arguments[0].getBoundingClientRect(), m = arguments[1].getBoundingClientRect();"
+        in_view += " return m.top >= b.top && m.bottom <= b.bottom;"
+        assert browser.execute_script(in_view, box, marked[0])
         open_tab(browser, "Chat")
 
         # Stop: a slow answer stops growing once Stop is pressed; it is marked stopped on the page and stored so.
