@@ -286,7 +286,7 @@ class DocumentService:
             meta = message.meta or {}
             if message.role == "user":
                 question = message.content
-            elif question is not None and not meta.get("summary") and not meta.get("stopped") and message.content:
+            elif question is not None and not _side_or_stopped(meta) and message.content:
                 answer = message.content if meta.get("answerable", True) is not False else NOT_FOUND_TURN
                 turns.append((question, answer))
                 question = None
@@ -385,13 +385,17 @@ class DocumentService:
     def record_summary(self, doc_id: str, request: str, summary: str, conversation_id: int | None, meta: dict) -> int:
         """Store a summary in a conversation of the document (a new one when None), after the `request` that asked
         for it ("Summarize this file"), like a question and its answer; returns the conversation's id."""
-        self.store.require_writable("keeping the summary in the conversation")
+        return self.record_exchange(doc_id, request, summary, conversation_id, {**meta, "summary": True})
+
+    def record_exchange(self, doc_id: str, request: str, answer: str, conversation_id: int | None, meta: dict) -> int:
+        """Store a request and its answer made outside the question's own stream (a summary, a re-read's two
+        answers, a question across documents) in a conversation of the document (a new one when None); returns
+        the conversation's id. A follow-up does not take them for turns (earlier_turns)."""
+        self.store.require_writable("keeping the answer in the conversation")
         conversations = self.store.conversations
         if conversation_id is None:
-            conversation_id = conversations.create(doc_id, None, request).id
-        conversations.append_many(
-            conversation_id, [("user", request, None), ("assistant", summary, {**meta, "summary": True})]
-        )
+            conversation_id = conversations.create(doc_id, None, request[:80]).id
+        conversations.append_many(conversation_id, [("user", request, None), ("assistant", answer, meta)])
         return conversation_id
 
     def record_stopped_question(self, doc_id: str, question: str, conversation_id: int | None) -> int:
@@ -470,3 +474,9 @@ def _then_freed(pieces: Iterator[str]) -> Iterator[str]:
         yield from pieces
     finally:
         return_freed_memory()
+
+
+def _side_or_stopped(meta: dict) -> bool:
+    """A stored answer a follow-up does not refer to: a summary, a side answer (a re-read's, one across documents),
+    or one stopped before its end."""
+    return bool(meta.get("summary") or meta.get("side") or meta.get("stopped"))

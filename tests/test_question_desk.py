@@ -58,16 +58,23 @@ def test_reread_goes_through_the_queue_keeps_the_general_pot_and_is_reused(works
 
 def test_reread_handler_streams_both_answers_and_reports_user_errors(workspace):
     features = QuestionFeatures(workspace, poll_seconds=0.05)
-    updates = list(features.reread(workspace.doc_ids[1], "Who is lazy?", *answer_args(max_new_tokens=5)))
-    assert any("Reading the document again" in update[0] for update in updates)
-    status, general, question_aware = updates[-1]
-    assert "read now" in status
-    assert general.startswith("**From the memory of the first read**")
-    assert question_aware.startswith("**From a read for this question (read now)**")
+    doc_id = workspace.doc_ids[1]
+    updates = list(features.reread(doc_id, "Who is lazy?", [], {}, *answer_args(max_new_tokens=5)))
+    # In the chat: the question, then the re-read's progress in the answer's bubble, then both answers.
+    assert any("Reading the document again" in chat[-1]["content"] for chat, _, _ in updates)
+    chat, state, conversations = updates[-1]
+    assert chat[-2] == {"role": "user", "content": "Who is lazy? (read again for this question)"}
+    both = chat[-1]["content"]
+    assert both.startswith("**From the memory of the first read**")
+    assert "**From a read for this question (read now)**" in both
+    # Kept in the document's conversation, which the chat now adds to; a follow-up does not take it for a turn.
+    assert [m["content"] for m in workspace.messages(state["conversation_id"])] == [chat[-2]["content"], both]
+    assert conversations["value"] == state["conversation_id"] and state["doc_id"] == doc_id
+    assert workspace.service.earlier_turns(state["conversation_id"]) == []
     with pytest.raises(gr.Error, match="type a question first"):
-        list(features.reread(workspace.doc_ids[1], "  ", *answer_args(max_new_tokens=5)))
+        list(features.reread(doc_id, "  ", [], {}, *answer_args(max_new_tokens=5)))
     with pytest.raises(gr.Error) as refused:
-        list(features.reread(workspace.doc_ids[0], QUESTION, *answer_args(seed=-1)))
+        list(features.reread(workspace.doc_ids[0], QUESTION, [], {}, *answer_args(seed=-1)))
     assert refused.value.message == "seed must be a non-negative whole number, got -1"
     assert workspace.reads.latest(workspace.doc_ids[0]).request.config.cap_mode == "general"  # no re-read queued
 
@@ -87,8 +94,17 @@ def test_ask_across_ready_documents_names_both_and_needs_two(workspace):
         desk.ask_across(workspace.doc_ids[:1], QUESTION, {"max_new_tokens": 6})
 
     features = QuestionFeatures(workspace)
-    text = list(features.ask_across(workspace.doc_ids, QUESTION, *answer_args(max_new_tokens=6)))[-1]
+    asked = features.ask_across(workspace.doc_ids, QUESTION, None, [], {}, *answer_args(max_new_tokens=6))
+    chat, state, _ = list(asked)[-1]
+    assert chat[-2]["content"] == f"{QUESTION} (asked across first.txt, second.txt)"
+    text = chat[-1]["content"]
     assert "first.txt" in text and "second.txt" in text and "Sources: " in text
+    assert "no document is chosen, so it is not kept in a conversation" in text  # asked with none chosen
+    chosen = workspace.doc_ids[0]
+    chat, state, _ = list(
+        features.ask_across(workspace.doc_ids, QUESTION, chosen, [], {}, *answer_args(max_new_tokens=6))
+    )[-1]
+    assert workspace.messages(state["conversation_id"])[-1]["content"] == chat[-1]["content"]  # kept with it
     update = features.ready_choices([workspace.doc_ids[0], "gone"])
     assert update["value"] == [workspace.doc_ids[0]]
 
@@ -124,11 +140,12 @@ def test_the_page_wires_the_question_features_and_stop_ends_them(infinipot_home)
     ]
     reread, across, ask = events["reread"], events["ask_across"], events["ask"]
     assert (type(reread.fn.__self__), reread.fn.__name__) == (QuestionFeatures, "reread")
-    assert elem_ids(reread.inputs) == ["ip-document", "ip-question", *answers]
-    assert elem_ids(reread.outputs) == ["ip-reread-status", "ip-general-answer", "ip-question-answer"]
+    # Both answer in the chat (None: the chat's state, then the conversations chooser, which has no elem_id).
+    assert elem_ids(reread.inputs) == ["ip-document", "ip-question", "ip-chat", None, *answers]
+    assert elem_ids(reread.outputs) == ["ip-chat", None, None]
     assert (type(across.fn.__self__), across.fn.__name__) == (QuestionFeatures, "ask_across")
-    assert elem_ids(across.inputs) == ["ip-across-docs", "ip-question", *answers]
-    assert elem_ids(across.outputs) == ["ip-across-answer"]
+    assert elem_ids(across.inputs) == ["ip-across-docs", "ip-question", "ip-document", "ip-chat", None, *answers]
+    assert elem_ids(across.outputs) == ["ip-chat", None, None]
     assert elem_ids(ask.inputs) == ["ip-document", "ip-question", None, *answers]  # None: the chat's state
     for name in ("summarize", "summarize_new"):
         assert elem_ids(events[name].inputs) == ["ip-document", None, *answers]  # None: the chat's state
@@ -224,8 +241,8 @@ def test_bad_answer_settings_get_one_line_as_typed_and_refuse_to_answer(infinipo
             lambda values: handlers.ask_api("any", QUESTION, {}, *values),
             lambda values: handlers.summary_api("any", {}, *values),
             lambda values: handlers.summary_api("any", {}, *values, new=True),
-            lambda values: QuestionFeatures(workspace).ask_across(["any", "other"], QUESTION, *values),
-            lambda values: QuestionFeatures(workspace).reread("any", QUESTION, *values),
+            lambda values: QuestionFeatures(workspace).ask_across(["any", "other"], QUESTION, None, [], {}, *values),
+            lambda values: QuestionFeatures(workspace).reread("any", QUESTION, [], {}, *values),
         ]
         for refuse in refusals:
             with pytest.raises(gr.Error) as refused:

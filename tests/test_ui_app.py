@@ -56,7 +56,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         # A corrupt PDF: a lasting line with the reason in the notice, nothing queued, the uploader emptied (so
         # the file is not sent again with the next upload), and the app goes on working.
         notice, _, _, files = client.predict([handle_file(str(corrupt))], *settings_args(model_dir), api_name="/upload")
-        assert re.fullmatch(r"- \*\*broken\.pdf\*\* was not added: .*incomplete.*", notice), notice
+        assert re.fullmatch(r"- ⚠️ \*\*broken\.pdf\*\* was not added: .*incomplete.*", notice), notice
         assert files is None
         assert library_rows(client)[0] == []
 

@@ -446,6 +446,23 @@ class Workspace:
     def model_loaded(self) -> bool:
         return self.service.library.models.any_loaded()
 
+    def record_side_answer(self, doc_id: str | None, request: str, answer: str, chat: dict | None, side: dict):
+        """Keep a re-read's answers or an answer across documents in the chosen document's conversation, like a
+        summary: (conversation id, None), or (None, why not) when it cannot be kept (no document chosen, a
+        read-only data folder, the document gone)."""
+        if not doc_id:
+            return None, "no document is chosen, so it is not kept in a conversation"
+        if self.service.store.read_only:
+            return None, "the data folder is read-only, so it is not kept"
+        chat = chat or {}
+        conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
+        if conversation_id is not None:
+            conversation_id = self.continued_conversation(doc_id, conversation_id, chat.get("stamp"))
+        try:
+            return self.service.record_exchange(doc_id, request, answer, conversation_id, {"side": side}), None
+        except STORE_GONE:
+            return None, "the document was deleted meanwhile, so it is not kept"
+
     # -- turns: a question or a summary request from the moment the page shows it --------------------------
     def open_turn(self, doc_id: str, kind: str, text: str, conversation_id: int | None) -> str:
         return self.turns.open(doc_id, kind, text, conversation_id)

@@ -89,7 +89,7 @@ def _document_choices(choices: list[tuple[str, str]], value=NO_CHANGE) -> dict:
     return gr.update(choices=choices, value=value, label=label)
 
 
-def _conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
+def conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
     return [(f"{c['created_at'][:16].replace('T', ' ')} · {c['title']}", c["id"]) for c in reversed(conversations)]
 
 
@@ -193,6 +193,8 @@ class Handlers:
         if not files:
             raise ValueError("drop one or more files first")
         results = self.ws.add_files([str(f) for f in files], settings_from_values(settings))
+        for refused in (r for r in results if not r["ok"]):  # in warning colours too; the notice keeps the line
+            gr.Warning(f"{refused['name']} was not added: {refused['message']}")
         table = render.library_rows(self.ws.library())
         added = [r["doc_id"] for r in results if r["ok"]]
         choose = _document_choices(self.ws.choices(), added[0]) if added else gr.skip()
@@ -238,7 +240,7 @@ class Handlers:
         conversations = self.ws.conversations(doc_id)
         latest = conversations[-1]["id"] if conversations else None
         chat = self._chat_state(doc_id, latest)
-        history = gr.update(choices=_conversation_choices(conversations), value=latest)
+        history = gr.update(choices=conversation_choices(conversations), value=latest)
         progress = render.progress_html(self.ws.progress(doc_id))
         return _chat(self.ws.messages(latest)), chat, history, progress, ""
 
@@ -342,7 +344,7 @@ class Handlers:
 
     def _stored_chat(self, doc_id, conversation_id: int) -> tuple[list[dict], dict, dict]:
         """(chat, chat state, conversations): the conversation as stored, which is what a reload shows."""
-        choices = _conversation_choices(self.ws.conversations(doc_id))
+        choices = conversation_choices(self.ws.conversations(doc_id))
         return (
             _chat(self.ws.messages(conversation_id)),
             self._chat_state(doc_id, conversation_id),
@@ -374,7 +376,11 @@ class Handlers:
         as stored, which is what a reload shows (the answer's own stream shows it so too once it has ended);
         nothing changes when none was being written."""
         chat = dict(chat or {})
+        side = chat.pop("side", False)  # a re-read's or an across answer: cancelled by the page, not stored
         turn = self.ws.stop_turn(chat.pop("turn", None), wait=STOP_WAIT_SECONDS)
+        if turn is None and side and history and history[-1].get("role") == "assistant":
+            last = history[-1].get("content")
+            return [*history[:-1], {**history[-1], "content": _with_stopped_mark(last)}], chat, gr.skip()
         if turn is None:
             return gr.skip(), gr.skip(), gr.skip()
         if turn.finished.is_set() and turn.conversation_id is not None:

@@ -8,7 +8,7 @@ import time
 
 import gradio as gr
 
-from infinipot.app.web.page.handlers import answers_from_values, user_errors
+from infinipot.app.web.page.handlers import answers_from_values, conversation_choices, user_errors
 from infinipot.app.web.page.sources import sources_line
 
 
@@ -21,35 +21,32 @@ class QuestionFeatures:
     def layout(self, c) -> None:
         with gr.Row():
             c.reread = gr.Button("Read again for this question", elem_id="ip-reread")
-        c.reread_status = gr.Markdown(elem_id="ip-reread-status")
-        with gr.Row():
-            c.general_answer = gr.Markdown(label=GENERAL, elem_id="ip-general-answer")
-            c.question_answer = gr.Markdown(label=FOCUSED, elem_id="ip-question-answer")
-        c.across_docs = gr.Dropdown(
-            label="Ask across documents (two or more ready documents)",
-            choices=[],
-            value=[],
-            multiselect=True,
-            elem_id="ip-across-docs",
-        )
-        c.ask_across = gr.Button("Ask across documents", elem_id="ip-ask-across")
-        c.across_answer = gr.Markdown(elem_id="ip-across-answer")
+            c.across_docs = gr.Dropdown(
+                label="Ask across documents (two or more ready documents)",
+                choices=[],
+                value=[],
+                multiselect=True,
+                elem_id="ip-across-docs",
+                scale=3,
+            )
+            c.ask_across = gr.Button("Ask across documents", elem_id="ip-ask-across")
 
     def wire(self, c, blocks: gr.Blocks, answers: list) -> list:
         """Wire this feature's events (`answers`: the Settings tab's answer components, in handlers.ANSWER_NAMES
-        order); returns the events the page's Stop button cancels."""
+        order); both answer in the chat. Returns the events the page's Stop button cancels."""
+        outputs = [c.chatbot, c.chat, c.history]
         reread = c.reread.click(
             self.reread,
-            [c.doc, c.question, *answers],
-            [c.reread_status, c.general_answer, c.question_answer],
+            [c.doc, c.question, c.chatbot, c.chat, *answers],
+            outputs,
             api_name="reread",
             concurrency_id="model",
             concurrency_limit=1,
         )
         across = c.ask_across.click(
             self.ask_across,
-            [c.across_docs, c.question, *answers],
-            c.across_answer,
+            [c.across_docs, c.question, c.doc, c.chatbot, c.chat, *answers],
+            outputs,
             api_name="ask_across",
             concurrency_id="model",
             concurrency_limit=1,
@@ -64,15 +61,21 @@ class QuestionFeatures:
         return gr.update(choices=choices, value=[doc_id for doc_id in chosen or [] if doc_id in ready])
 
     @user_errors
-    def reread(self, doc_id, question, *answer):
-        """Queue the re-read (unless its pot is stored), show its progress, then stream both answers (both from
-        the pot alone, with the chosen decoding: the pots are compared, not the answer modes)."""
+    def reread(self, doc_id, question, history, chat, *answer):
+        """Queue the re-read (unless its pot is stored) and show its progress in the chat, then stream both
+        answers there (both from the pot alone, with the chosen decoding: the pots are compared, not the answer
+        modes); kept in the conversation once complete. Yields (chat, chat state, conversations)."""
         answer = answers_from_values(answer)
         self.workspace.check_answers(answer)  # before anything is queued
+        question = (question or "").strip()
         queued = self.desk.start_reread(doc_id, question)
+        request = f"{question} (read again for this question)"
+        shown = [*(history or []), {"role": "user", "content": request}, {"role": "assistant", "content": ""}]
+        streaming = {**(chat or {}), "side": True}
         if queued:
             while not (status := self.desk.reread_status(doc_id))["finished"]:
-                yield f"Reading the document again with this question in mind: {100 * status['fraction']:.0f}%", "", ""
+                progress = f"*Reading the document again with this question in mind: {100 * status['fraction']:.0f}%…*"
+                yield _with_last(shown, progress), streaming, gr.skip()
                 time.sleep(self.poll_seconds)
             if not status["ok"]:
                 raise ValueError(f"the re-read stopped: {status['message']}")
@@ -81,19 +84,23 @@ class QuestionFeatures:
         general = question_aware = ""
         for piece in general_pieces:
             general += piece
-            yield "Answering from the memory of the first read…", _titled(GENERAL, general), ""
+            yield _with_last(shown, _both(general, "…")), streaming, gr.skip()
         for piece in question_pieces:
             question_aware += piece
-            yield "Answering from the memory read for this question…", gr.skip(), _titled(FOCUSED, question_aware)
-        yield (
-            f"Both answers are complete, each from its memory alone (the one for this question {note}).",
-            _titled(GENERAL, general.strip() or "(empty answer)"),
-            _titled(f"{FOCUSED} ({note})", question_aware.strip() or "(empty answer)"),
-        )
+            yield _with_last(shown, _both(general, question_aware)), streaming, gr.skip()
+        both = _both(general.strip() or "(empty answer)", question_aware.strip() or "(empty answer)", note)
+        yield self._kept(doc_id, request, both, chat, shown, {"kind": "reread"})
 
     @user_errors
-    def ask_across(self, doc_ids, question, *answer):
+    def ask_across(self, doc_ids, question, doc_id, history, chat, *answer):
+        """One question to several ready documents through one merged pot, answered in the chat with the
+        documents and places it cites; kept in the chosen document's conversation. Yields (chat, chat state,
+        conversations)."""
         pieces, merge = self.desk.ask_across(doc_ids, question, answers_from_values(answer))
+        names = ", ".join(doc["name"] for doc in merge["documents"])
+        request = f"{question.strip()} (asked across {names})"
+        shown = [*(history or []), {"role": "user", "content": request}, {"role": "assistant", "content": ""}]
+        streaming = {**(chat or {}), "side": True}
         sources = ", ".join(f"{doc['name']} ({doc['entries']:,.0f} tokens)" for doc in merge["documents"])
         footer = (
             f"\n\n*From one memory of {merge['entries']:,} tokens (at most {merge['pot_size']:,}, at the peak "
@@ -102,15 +109,42 @@ class QuestionFeatures:
         text = ""
         for piece in pieces:
             text += piece
-            yield text
+            yield _with_last(shown, text), streaming, gr.skip()
         cited = sources_line(merge["citations"])
-        yield (text.strip() or "(the model gave an empty answer)") + footer + (f"\n\n*{cited}*" if cited else "")
+        answer_text = (
+            (text.strip() or "(the model gave an empty answer)") + footer + (f"\n\n*{cited}*" if cited else "")
+        )
+        yield self._kept(doc_id, request, answer_text, chat, shown, {"kind": "across", "documents": list(doc_ids)})
+
+    def _kept(self, doc_id, request: str, answer: str, chat: dict | None, shown: list[dict], side: dict):
+        """The complete answer kept in the chosen document's conversation, as the chat then shows it; where it
+        cannot be kept, shown with the reason."""
+        conversation_id, why_not = self.workspace.record_side_answer(doc_id, request, answer, chat, side)
+        if conversation_id is None:
+            return (
+                _with_last(shown, f"{answer}\n\n*({why_not})*"),
+                {k: v for k, v in (chat or {}).items() if k != "side"},
+                gr.skip(),
+            )
+        state = {
+            "doc_id": doc_id,
+            "conversation_id": conversation_id,
+            "stamp": self.workspace.conversation_stamp(conversation_id),
+        }
+        choices = conversation_choices(self.workspace.conversations(doc_id))
+        return _with_last(shown, answer), state, gr.update(choices=choices, value=conversation_id)
 
 
-# The two answers of "Read again for this question", side by side.
+# The two answers of "Read again for this question", one under the other.
 GENERAL = "From the memory of the first read"
 FOCUSED = "From a read for this question"
 
 
-def _titled(title: str, text: str) -> str:
-    return f"**{title}**\n\n{text}"
+def _both(general: str, question_aware: str, note: str = "") -> str:
+    focused = f"{FOCUSED} ({note})" if note else FOCUSED
+    return f"**{GENERAL}**\n\n{general}\n\n**{focused}**\n\n{question_aware}"
+
+
+def _with_last(shown: list[dict], content: str) -> list[dict]:
+    """The chat with its last message's text replaced (a new list: the page gets each state of the stream)."""
+    return [*shown[:-1], {**shown[-1], "content": content}]

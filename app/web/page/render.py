@@ -78,7 +78,7 @@ def upload_notice(results: list[dict]) -> str:
         if result["ok"]:
             lines.append(f"- **{result['name']}** added to the library")
         else:
-            lines.append(f"- **{result['name']}** was not added: {result['message']}")
+            lines.append(f"- ⚠️ **{result['name']}** was not added: {result['message']}")
     return "\n".join(lines)
 
 
