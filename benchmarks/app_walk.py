@@ -237,15 +237,16 @@ class Walk:
         self.find(css).click()
         return time.monotonic()
 
-    def press(self, label: str) -> float:
-        """Click the visible button whose text starts with `label` (case-insensitive)."""
-        buttons = self.driver.find_elements(By.TAG_NAME, "button")
+    def press(self, label: str, timeout: float = 30) -> None:
+        """Click the visible button whose text starts with `label` (case-insensitive), once it is enabled."""
         wanted = label.lower()
-        button = next((b for b in buttons if b.is_displayed() and b.text.strip().lower().startswith(wanted)), None)
-        if button is None:
-            raise LookupError(f"no visible button {label!r}")
-        button.click()
-        return time.monotonic()
+
+        def button():
+            buttons = self.driver.find_elements(By.TAG_NAME, "button")
+            return next(b for b in buttons if b.is_displayed() and b.text.strip().lower().startswith(wanted))
+
+        wait_for(lambda: button().is_enabled(), f"the button {label!r} enabled", timeout)
+        button().click()
 
     def open_tab(self, name: str) -> None:
         """The tab whose name starts with `name` (case-insensitive): names may change a little."""
@@ -258,13 +259,14 @@ class Walk:
         time.sleep(1.5)
 
     def pick_option(self, field_css: str, name: str) -> None:
-        """Type `name` into a dropdown and click the option that holds it."""
+        """Type `name` into a dropdown and click the option that holds it (the last one: the newest document
+        when several have the name)."""
         field = self.find(field_css)
         field.click()
         field.send_keys(Keys.CONTROL, "a")
         field.send_keys(name)
         options = lambda: self.driver.find_elements(By.CSS_SELECTOR, "[role='option']")  # noqa: E731
-        option = wait_for(lambda: next(o for o in options() if o.is_displayed() and name in o.text), name, 15)
+        option = wait_for(lambda: [o for o in options() if o.is_displayed() and name in o.text][-1], name, 15)
         option.click()
 
     def choose(self, name: str) -> None:
@@ -300,17 +302,18 @@ class Walk:
         )
 
     def library_row(self, name: str) -> str:
-        """The library table's row of document `name` ('' when it is not there)."""
-        return next((row for row in self.library_rows() if row.startswith(f"{name} |")), "")
+        """The library table's row of document `name`, the newest when several have the name ('' when none)."""
+        return next((row for row in reversed(self.library_rows()) if row.startswith(f"{name} |")), "")
 
     def chat(self) -> str:
         return self.text("#ip-chat")
 
     def busy(self, css: str) -> bool:
-        """Whether the component's Gradio status tracker shows an event running (queued, processing, streaming)."""
+        """Whether the component's Gradio status tracker shows an event running (queued, processing, streaming);
+        one that shows an error is not."""
         return self.driver.execute_script(
             "const t = document.querySelector(arguments[0] + ' [data-testid=status-tracker]');"
-            "return !!t && !t.classList.contains('hide');",
+            "return !!t && !t.classList.contains('hide') && !t.querySelector('.error');",
             css,
         )
 
@@ -358,7 +361,8 @@ class Walk:
               if (pattern.test(own) && el.getClientRects().length) {
                 const box = el.closest('.toast-body, .block, [id]');
                 const where = box ? (box.id || box.className) : '';
-                found.push(`${own.slice(0, 120)} (in ${where}: ${(box ? box.innerText : '').slice(0, 200)})`);
+                const inside = (box ? box.innerText : '').replace(/\s+/g, ' ').slice(0, 200);
+                found.push(`${own.slice(0, 120)} (in ${where}: ${inside})`);
               }
             }
             return found;
@@ -391,6 +395,10 @@ class Walk:
         for css in selectors:
             self.log.line(f"    {css}: {self.in_view(css)}")
 
+    def log_text(self, label: str, css: str) -> None:
+        found = self.driver.find_elements(By.CSS_SELECTOR, css)
+        self.log.text(label, found[0].text if found else f"(no {css} on the page)")
+
     # -- screenshots -------------------------------------------------------------------------------
     def shot(self, name: str, what: str, full: bool = False) -> None:
         """OUT/name.png: the viewport, or the whole page (full=True)."""
@@ -413,7 +421,7 @@ class Walk:
         return base64.b64decode(shot["data"])
 
 
-# -- the items, in the order the walk takes them ---------------------------------------------------------------
+# -- the items (ITEMS, below them, gives the order of the walk) ----------------------------------------------------
 
 
 def item10_first_screen(walk: Walk) -> None:
@@ -477,13 +485,13 @@ def kept_view(walk: Walk, name: str, prefix: str) -> None:
     walk.scroll_to(".ip-retention")
     walk.driver.execute_script("window.scrollBy(0, -60)")  # its heading too
     walk.shot(f"{prefix}-retention-map", f"the retention map of {name}: its axes, ticks and colour scale")
-    walk.log.text("retention map axis and scale", walk.text(".ip-retention"))
+    walk.log_text("retention map axis and scale", ".ip-retention")
     memory = walk.driver.find_element(By.XPATH, "//*[self::h1 or self::h2 or self::h3][contains(., 'Memory')]")
     walk.driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", memory)
     time.sleep(0.5)
     walk.shot(f"{prefix}-memory-plots", f"the two memory plots of {name}: legends, axis titles and scales")
     walk.shot(f"{prefix}-kept-tab", f"the whole 'What the model kept' tab of {name}", full=True)
-    walk.log.text("legend", walk.text(".ip-legend"))
+    walk.log_text("legend", ".ip-legend")
     body = walk.driver.find_element(By.TAG_NAME, "body").text.splitlines()
     captions = [line for line in body if "Process memory:" in line or "memory samples" in line]
     walk.log.text("memory caption", " ".join(captions) or "(not found)")
@@ -543,7 +551,7 @@ def item09_layout(walk: Walk) -> None:
         walk.choose(PDF)
         walk.open_tab("Library")
         walk.element_shot("#ip-library", "item09-library-table", "the library table: its header ('Pages')")
-        walk.log.text("table header", walk.text("#ip-library thead"))
+        walk.log_text("table header", "#ip-library thead")
     with walk.step("item 9: the chat's toolbar"):
         walk.chat_about(PDF, new=False)
         if not any(line in walk.chat() for line in ANSWERED):
@@ -559,15 +567,19 @@ def item09_layout(walk: Walk) -> None:
             time.sleep(0.5)
         walk.find("#ip-question textarea").send_keys(ACROSS_QUESTION)
         walk.click("#ip-ask-across")
-        answer = wait_stable(
-            lambda: walk.text("#ip-across-answer"),
-            lambda text: text and not walk.busy("#ip-across-answer"),
-            "the answer across documents",
-            settle=2,
-            timeout=ANSWER_SECONDS,
-        )
-        walk.log.text("answer across documents", answer)
+        walk.log.text("answer across documents", across_answer(walk))
         walk.shot("item09-ask-across", f"the Chat tab after 'Ask across documents' with {PDF} and {OTHER_PDF}", True)
+
+
+def across_answer(walk: Walk) -> str:
+    """The complete answer across documents, in its own box (#ip-across-answer) or, where the app writes it
+    there, in the chat."""
+    if walk.driver.find_elements(By.CSS_SELECTOR, "#ip-across-answer"):
+        box, read = "#ip-across-answer", lambda: walk.text("#ip-across-answer")
+    else:
+        box, read = "#ip-chat", lambda: walk.answer_to(ACROSS_QUESTION)
+    done = lambda text: bool(text) and not walk.busy(box)  # noqa: E731
+    return wait_stable(read, done, "the answer across documents", settle=2, timeout=ANSWER_SECONDS)
 
 
 def scroll_chat_to_top(walk: Walk) -> None:
@@ -601,7 +613,7 @@ def item03_long_waits(walk: Walk) -> None:
             time.sleep(max(0.0, start + seconds - time.monotonic()))
             walk.shot(f"item03-summary-{seconds}s", f"{seconds} s after pressing New summary: what is in view")
             walk.log_view("#ip-summary-status", "#ip-chat", "#ip-question")
-            walk.log.text("summary status", walk.text("#ip-summary-status"))
+            walk.log_text("summary status", "#ip-summary-status")
             walk.log.text("chat's end", walk.chat()[-300:])
         walk.click("#ip-stop")  # the rest of the summary is not needed; item 1 looks at what Stop shows
         walk.settle_chat()
@@ -624,14 +636,14 @@ def item01_stop(walk: Walk) -> None:
     )
     for (name, when, moment), question in zip(moments, STOP_QUESTIONS, strict=True):
         with walk.step(f"item 1: Stop {when}"):
+            walk.open()  # a Stop's leftovers (an error over the question box) would block the next question
             walk.chat_about(PDF)
-            walk.scroll_to("#ip-chat")
             walk.ask(question)
             moment(question)
             stop_and_shoot(walk, f"item01-stop-{name}", f"3 s after Stop pressed {when} ({question!r})")
     with walk.step("item 1: Stop 5 s into a New summary"):
+        walk.open()
         walk.chat_about(PDF)
-        walk.scroll_to("#ip-chat")
         start = walk.click("#ip-new-summary")
         time.sleep(max(0.0, start + 5 - time.monotonic()))
         stop_and_shoot(walk, "item01-stop-summary", "3 s after Stop pressed 5 s into a New summary")
@@ -663,8 +675,8 @@ def item05_duplicate(walk: Walk) -> None:
     wait_for(lambda: copy.name in walk.text("#ip-notice"), "the upload notice", 60)
     wait_stable(lambda: walk.text("#ip-library") + walk.text("#ip-progress"), bool, "the library", 5, 60)
     walk.shot("item05-duplicate-upload", f"the Library tab after uploading a copy of {PDF} as {copy.name}", True)
-    walk.log.text("notice", walk.text("#ip-notice"))
-    walk.log.text("progress", walk.text("#ip-progress"))
+    walk.log_text("notice", "#ip-notice")
+    walk.log_text("progress", "#ip-progress")
     for row in walk.library_rows():
         walk.log.line(f"    row: {row}")
     walk.log.line(f"    Document: {walk.find('#ip-document input').get_attribute('value')!r}")
@@ -679,7 +691,7 @@ def item07_errors(walk: Walk) -> None:
     time.sleep(2)
     walk.scroll_top()
     walk.shot("item07-bad-pdf", "the Library tab after uploading 5000 random bytes named bad.pdf")
-    walk.log.text("notice", walk.text("#ip-notice"))
+    walk.log_text("notice", "#ip-notice")
     walk.log_errors()
 
 
@@ -704,8 +716,8 @@ def delete_a_note(walk: Walk) -> None:
     walk.scroll_top()
     walk.shot("item06-after-delete", f"the Library tab after deleting {note.name}: the Document selector", True)
     walk.log.line(f"    Document selector: {walk.find('#ip-document input').get_attribute('value')!r}")
-    walk.log.text("notice", walk.text("#ip-notice"))
-    walk.log.text("progress", walk.text("#ip-progress"))
+    walk.log_text("notice", "#ip-notice")
+    walk.log_text("progress", "#ip-progress")
 
 
 def read_cancel_resume(walk: Walk) -> None:
@@ -723,7 +735,10 @@ def read_cancel_resume(walk: Walk) -> None:
     walk.press("Cancel reading")
     time.sleep(3)
     reading_shot(walk, story.name, "item06-cancelled", "3 s after Cancel reading")
-    walk.log.text("notice", walk.text("#ip-notice"))
+    walk.log_text("notice", "#ip-notice")
+    if "cancelled" not in walk.text("#ip-progress"):  # the read stops after its current chunk
+        wait_for(lambda: "cancelled" in walk.text("#ip-progress"), f"{story.name} cancelled", 120)
+        reading_shot(walk, story.name, "item06-cancelled-later", "once the cancel took effect")
     walk.press("Resume")
     try:
         wait_for(lambda: "ready" in walk.text("#ip-progress"), f"{story.name} ready", READ_SECONDS, every=1)
@@ -739,7 +754,7 @@ def reading_shot(walk: Walk, name: str, shot: str, when: str) -> None:
     walk.scroll_to("#ip-progress")
     walk.shot(shot, f"the progress line and the library table with {name}, {when}")
     walk.log.line(f"    row: {walk.library_row(name)}")
-    walk.log.text("progress", walk.text("#ip-progress"))
+    walk.log_text("progress", "#ip-progress")
 
 
 ITEMS: dict[int, Callable[[Walk], None]] = {
@@ -770,12 +785,13 @@ def walk_items(items: list[int], url: str, out: Path, log: Log, scratch: Path, n
     in the library."""
     with chromium(scratch / "chromium-profile") as driver:
         walk = Walk(driver, url, out, log, scratch)
-        walk.open()
         if needs_pdf:
             with walk.step(f"{PDF} in the library"):
+                walk.open()
                 ensure_document(walk, PDF)
         for number in items:
             with walk.step(f"item {number}: {ITEMS[number].__doc__.splitlines()[0]}"):
+                walk.open()  # each item on a freshly loaded page: what an earlier one left does not carry over
                 ITEMS[number](walk)
 
 
