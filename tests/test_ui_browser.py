@@ -114,12 +114,12 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         quoted = re.findall(r"“([^”]*)”", visible_text(browser, "#ip-chat"))  # the sentences quoted under the answer
         source.click()
         wait_for(lambda: f"starts at line {cited_line} ·" in visible_text(browser, "body"), "the cited line", 120)
-        # ... with the sentence quoted under the answer outlined there, scrolled into the text box's view.
+        # ... with the sentence quoted under the answer highlighted there, scrolled into the text box's view.
         marked = wait_for(
             lambda: browser.find_elements(By.CSS_SELECTOR, "#ip-tokens .ip-quoted"), "the quoted sentence marked", 60
         )
         marked_text = normalized("".join(span.get_attribute("textContent") for span in marked))
-        assert marked_text and "outlined in yellow" in visible_text(browser, "body")
+        assert marked_text and "highlighted in yellow" in visible_text(browser, "body")
         unspaced = lambda text: "".join(text.replace("…", "").split())  # noqa: E731
         assert any(unspaced(marked_text)[:40] in unspaced(quote) for quote in quoted), (marked_text, quoted)
         box = browser.find_element(By.CSS_SELECTOR, "#ip-tokens .ip-text")

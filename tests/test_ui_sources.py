@@ -138,13 +138,13 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
     # The view opens on the cited page, a few tokens before the quoted sentence, which it marks.
     assert location_map.page_of(start) == NEEDLE_PAGE and start <= quoted[0] < quoted[1]
     caption, _, tokens = handlers.show_kept(doc_id, 0, "0", start, 200, "position", quoted)[:3]
-    assert f"starts at page {NEEDLE_PAGE}, line " in caption and "outlined in yellow" in caption
+    assert f"starts at page {NEEDLE_PAGE}, line " in caption and "highlighted in yellow" in caption
     marked = re.findall(r'<span class="ip-tok [^"]*ip-quoted"[^>]*>([^<]*)</span>', tokens)
     assert "The passkey is 12345." in "".join(marked)
     # Opened at the page's first token when the sentence is not there (an answer stored before sentences were
     # named sends the bare token).
     start, _, quoted = handlers.open_source(gr.SelectData(None, {"index": 0, "value": str(start)}), doc_id)
-    assert quoted is None and "outlined" not in handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
+    assert quoted is None and "highlighted" not in handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
 
     # Shown again with the conversation (from the stored message), after choosing the document anew.
     shown = handlers.select(doc_id)[0]

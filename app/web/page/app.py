@@ -442,7 +442,7 @@ class InfiniPotApp:
             cancels=question_events,
             api_visibility="undocumented",
         )
-        c.new_chat.click(h.new_chat, c.doc, [c.chatbot, c.chat, c.history], api_name="new_chat")
+        c.new_chat.click(h.new_chat, c.doc, [c.chatbot, c.chat, c.history, c.summary_status], api_name="new_chat")
         c.history.input(h.open_conversation, [c.history, c.doc], [c.chatbot, c.chat], api_visibility="undocumented")
 
         show = dict(

@@ -393,7 +393,8 @@ class Handlers:
         return history, gr.skip(), gr.skip()
 
     def new_chat(self, doc_id):
-        return [], {"doc_id": doc_id, "conversation_id": None}, gr.update(value=None)
+        """An empty chat; the last summary's note goes with the old one."""
+        return [], {"doc_id": doc_id, "conversation_id": None}, gr.update(value=None), ""
 
     def open_conversation(self, conversation_id, doc_id):
         conversation_id = None if conversation_id in (None, "") else int(conversation_id)

@@ -191,7 +191,7 @@ def window_caption(window: dict, quoted: list[int] | None = None) -> str:
             f"{kept['sink']:,} of the chat template kept always"
         )
     if _marks_quote(window, quoted):
-        caption += " · the sentence the answer quoted is outlined in yellow"
+        caption += " · the sentence the answer quoted is highlighted in yellow"
     return caption
 
 
