@@ -215,3 +215,19 @@ def test_invalid_settings_refuse_the_upload(tmp_path, infinipot_home, model_dir)
         with pytest.raises(AppError, match="model folder .* does not exist"):
             client.predict([handle_file(str(notes))], *args, api_name="/upload")
         assert library_rows(client)[0] == []
+
+
+def test_the_first_screen_says_what_to_do(infinipot_home):
+    from infinipot.app.web.page.handlers import NO_DOCUMENT_LABEL, Handlers
+
+    workspace = make_workspace(infinipot_home)  # an empty library
+    try:
+        handlers = Handlers(workspace)
+        table, chooser, progress = handlers.library(None)
+        assert table == [] and chooser["label"] == NO_DOCUMENT_LABEL
+        for shown in (progress, handlers.select(None)[3], handlers.refresh(None, {})[2]):
+            assert "Your library is empty. Drop a document above" in shown  # also once the chooser is emptied
+        ask_and_summaries = handlers.refresh(None, {})[-3:]
+        assert all(update["interactive"] is False for update in ask_and_summaries)  # nothing to ask yet
+    finally:
+        workspace.close()

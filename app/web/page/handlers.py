@@ -236,7 +236,8 @@ class Handlers:
     def select(self, doc_id):
         """A document was chosen: its latest conversation, its conversations, its progress (summary cleared)."""
         if not doc_id:
-            return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), "", ""
+            hint = render.empty_library_html() if not self.ws.library() else render.progress_html(None)
+            return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), hint, ""
         conversations = self.ws.conversations(doc_id)
         latest = conversations[-1]["id"] if conversations else None
         chat = self._chat_state(doc_id, latest)
