@@ -205,3 +205,16 @@ def test_memory_plots_start_their_y_axis_at_zero():
         {"kv": [[0, "pot", 1.0], [100, "full KV cache", 4.0]], "process": [[0, 1856.0], [100, 1866.0]]}
     )
     assert kv["y_lim"] == [0, pytest.approx(4.4)] and process["y_lim"] == [0, pytest.approx(2052.6)]
+
+
+def test_the_upload_notice_says_when_a_file_is_already_in_the_library():
+    results = [
+        {"name": "copy.pdf", "doc_id": "a1", "ok": True},
+        {"name": "new.txt", "doc_id": "b2", "ok": True},
+        {"name": "bad.pdf", "ok": False, "message": "damaged"},
+    ]
+    assert render.upload_notice(results, {"a1": "book.pdf"}).splitlines() == [
+        "- **copy.pdf** has the same content as **book.pdf**, already in the library",
+        "- **new.txt** added to the library",
+        "- ⚠️ **bad.pdf** was not added: damaged",
+    ]

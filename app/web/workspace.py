@@ -159,10 +159,11 @@ class Workspace:
             "pot_size": pot["pot_size"] if pot else (job or {}).get("pot_size"),
             "disk_bytes": doc["disk_bytes"] if doc else 0,
         }
+        if job is not None and job["status"] != DONE:
+            # Being read or stopped: the memory as the progress line shows it.
+            row["pot_entries"] = job.get("entries") or None
         if job is not None and job["status"] in ACTIVE:
-            # Being read: the memory as the progress line shows it; the disk use only once read (the read's resume
-            # points come and go meanwhile, so it would jump up and down).
-            row.update(pot_entries=job.get("entries") or None, disk_bytes=None)
+            row["disk_bytes"] = None  # only once read: the read's resume points come and go meanwhile
         if job is not None and job["status"] != DONE:
             row["state"], row["status"] = job["status"], _job_status(job)
         elif ready:

@@ -192,13 +192,14 @@ class Handlers:
         reason), and the uploader is emptied, so a rejected file is never sent again with the next upload."""
         if not files:
             raise ValueError("drop one or more files first")
+        known = {row["doc_id"]: row["name"] for row in self.ws.library() if row["ready"]}
         results = self.ws.add_files([str(f) for f in files], settings_from_values(settings))
         for refused in (r for r in results if not r["ok"]):  # in warning colours too; the notice keeps the line
             gr.Warning(f"{refused['name']} was not added: {refused['message']}")
         table = render.library_rows(self.ws.library())
         added = [r["doc_id"] for r in results if r["ok"]]
         choose = _document_choices(self.ws.choices(), added[0]) if added else gr.skip()
-        return render.upload_notice(results), table, choose, None
+        return render.upload_notice(results, known), table, choose, None
 
     def library(self, doc_id):
         """The library table, the document choices and the chosen document's progress (on an empty library,

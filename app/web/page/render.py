@@ -71,11 +71,16 @@ def library_rows(rows: list[dict]) -> list[list]:
     return table
 
 
-def upload_notice(results: list[dict]) -> str:
-    """One line per uploaded file: queued, or not added with the reason (Markdown)."""
+def upload_notice(results: list[dict], known: dict[str, str] | None = None) -> str:
+    """One line per uploaded file: queued, already in the library (`known`: the names of the documents stored
+    before the upload, by doc_id; a document's id is its content's), or not added with the reason (Markdown)."""
+    known = known or {}
     lines = []
     for result in results:
-        if result["ok"]:
+        if result["ok"] and result.get("doc_id") in known:
+            same = known[result["doc_id"]]
+            lines.append(f"- **{result['name']}** has the same content as **{same}**, already in the library")
+        elif result["ok"]:
             lines.append(f"- **{result['name']}** added to the library")
         else:
             lines.append(f"- ⚠️ **{result['name']}** was not added: {result['message']}")
