@@ -199,12 +199,13 @@ def test_the_retention_map_has_axis_ticks_and_a_colour_scale():
 
 
 def test_memory_plots_start_their_y_axis_at_zero():
-    from infinipot.app.web.page.handlers import _memory_frames
+    from infinipot.app.web.page.handlers import MEMORY_SERIES, _memory_frames
 
     kv, process = _memory_frames(
         {"kv": [[0, "pot", 1.0], [100, "full KV cache", 4.0]], "process": [[0, 1856.0], [100, 1866.0]]}
     )
     assert kv["y_lim"] == [0, pytest.approx(4.4)] and process["y_lim"] == [0, pytest.approx(2052.6)]
+    assert list(kv["value"]["series"]) == [MEMORY_SERIES, "full KV cache"]  # the legend's words, not "pot"
 
 
 def test_the_upload_notice_says_when_a_file_is_already_in_the_library():

@@ -9,7 +9,7 @@ import gradio as gr
 
 from infinipot.app.web.page import render
 from infinipot.app.web.page.follow_panel import FollowPanel
-from infinipot.app.web.page.handlers import ALL_HEADS, KEPT_TAB, Handlers
+from infinipot.app.web.page.handlers import ALL_HEADS, KEPT_TAB, MEMORY_SERIES, Handlers
 from infinipot.app.web.page.questions import QuestionFeatures
 
 INTRO = (
@@ -131,25 +131,30 @@ class InfiniPotApp:
                 c.x_axis = gr.Radio(["position", "page"], value="position", label="x axis")
                 c.retention = gr.HTML()
                 gr.Markdown("### Memory over the reading")
-                # One under the other, full width: side by side, the legend was clipped.
+                # One under the other, full width, their titles outside the plots: a plot's own label took the
+                # room of its legend and x-axis title, which were cut off.
+                gr.Markdown(
+                    "Model memory (MB): what the model kept (green) against a full KV cache for the same tokens"
+                )
                 c.memory_plot = gr.LinePlot(
                     x="tokens",
                     y="MB",
                     color="series",
-                    color_map={"pot": "#2f7d4f", "full KV cache": "#d9822b"},
+                    color_map={MEMORY_SERIES: "#2f7d4f", "full KV cache": "#d9822b"},
                     x_title="tokens read",
                     y_title="MB",
                     color_title="memory",
-                    height=400,
-                    label="Model memory (MB): the pot (green) vs a full KV cache for the same tokens (orange)",
+                    height=360,
+                    show_label=False,
                 )
+                gr.Markdown("Memory of the whole process, RSS (MB, from 0)")
                 c.process_plot = gr.LinePlot(
                     x="tokens",
                     y="MB",
                     x_title="tokens read",
                     y_title="MB",
-                    height=400,
-                    label="Memory of the whole process, RSS (MB, from 0)",
+                    height=360,
+                    show_label=False,
                 )
                 c.memory_caption = gr.Markdown()
                 with gr.Accordion("Data (JSON)", open=False):

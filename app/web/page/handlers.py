@@ -19,6 +19,7 @@ from infinipot.app.web.wording import SUMMARY_REQUEST
 
 ALL_HEADS = "all heads"
 NO_CHANGE = object()  # an update that leaves a value as it is
+MEMORY_SERIES = "memory kept"  # the memory plot's name for the pot's bytes
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
 SETTING_NAMES = (
     "model",
@@ -169,7 +170,7 @@ NO_DOCUMENT_LABEL = "Document: none yet (drop files into the Library tab)"
 
 def _memory_frames(rows: dict[str, list[dict]]) -> tuple[dict, dict]:
     """The two memory plots' data, each with a y axis from 0 (a 10 MB change in 1.8 GB is not dramatic)."""
-    kv = pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"])
+    kv = pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"]).replace({"series": {"pot": MEMORY_SERIES}})
     process = pd.DataFrame(rows["process"], columns=["tokens", "MB"])
     return (  # hidden without samples (a document read by the CLI): the caption says so
         gr.update(value=kv, y_lim=[0, _top(kv)], visible=len(kv) > 0),
