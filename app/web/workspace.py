@@ -37,7 +37,7 @@ from infinipot.app.web.settings import (
     whole_number,
 )
 from infinipot.app.web.turns import SUMMARY, Turn, Turns
-from infinipot.app.web.wording import RESUME_CONTINUES, SUMMARY_REQUEST
+from infinipot.app.web.wording import RESUME_CONTINUES, SUMMARY_REQUEST, document_options
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.precision import DTYPES, dtype_in_key
 from infinipot.core.scorers import METHODS
@@ -368,7 +368,7 @@ class Workspace:
         return row
 
     def choices(self) -> list[tuple[str, str]]:
-        return [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in self.library()]
+        return document_options(self.library())
 
     # -- chat --------------------------------------------------------------------------------------
     def ready(self, doc_id: str) -> str:

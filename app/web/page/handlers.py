@@ -15,7 +15,7 @@ from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.web.numbers import whole_number
 from infinipot.app.web.page import render, sources
 from infinipot.app.web.turns import QUESTION, SUMMARY
-from infinipot.app.web.wording import SUMMARY_REQUEST
+from infinipot.app.web.wording import SUMMARY_REQUEST, document_options
 
 ALL_HEADS = "all heads"
 NO_CHANGE = object()  # an update that leaves a value as it is
@@ -79,6 +79,16 @@ def settings_from_values(values: tuple) -> dict:
 
 def answers_from_values(values: tuple) -> dict:
     return dict(zip(ANSWER_NAMES, values, strict=True))
+
+
+def chat_state(workspace, doc_id, conversation_id: int | None) -> dict:
+    """A session's chat: the document and the conversation it adds to, with the conversation's stamp (so an id
+    given to someone else's conversation is never taken for this one)."""
+    return {
+        "doc_id": doc_id,
+        "conversation_id": conversation_id,
+        "stamp": workspace.conversation_stamp(conversation_id),
+    }
 
 
 def _document_choices(choices: list[tuple[str, str]], value=NO_CHANGE) -> dict:
@@ -206,7 +216,7 @@ class Handlers:
         """The library table, the document choices and the chosen document's progress (on an empty library,
         what to do first)."""
         rows = self.ws.library()
-        choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+        choices = document_options(rows)
         # The page was (re)loaded with no document chosen: the latest one, so Chat is not empty.
         keep = doc_id if any(value == doc_id for _, value in choices) else (rows[-1]["doc_id"] if rows else None)
         progress = render.progress_html(self.ws.progress(keep)) if rows else render.empty_library_html()
@@ -216,8 +226,9 @@ class Handlers:
         """Timer tick: the same as library(), each part sent only when it changed (the page does not flicker)."""
         rows = self.ws.library()
         table = render.library_rows(rows)
-        choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
-        progress = render.progress_html(self.ws.progress(doc_id)) if rows else render.empty_library_html()
+        choices = document_options(rows)
+        snapshot = self.ws.progress(doc_id)
+        progress = render.progress_html(snapshot) if rows else render.empty_library_html()
         seen = seen or {}
         if choices == seen.get("choices"):
             choices_out = gr.skip()
@@ -228,7 +239,7 @@ class Handlers:
             choices_out = _document_choices(choices)  # an upload may be choosing a document right now
         table_out = table if table != seen.get("table") else gr.skip()
         progress_out = progress if progress != seen.get("progress") else gr.skip()
-        buttons = button_states(self.ws.progress(doc_id))
+        buttons = button_states(snapshot)
         buttons_out = (
             _button_updates(buttons) if buttons != seen.get("buttons") else [gr.skip()] * (3 + len(CHAT_BUTTONS))
         )
@@ -279,7 +290,7 @@ class Handlers:
         message = self.ws.delete(doc_id)
         hidden = gr.update(visible=False)
         rows = self.ws.library()
-        choices = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+        choices = document_options(rows)
         latest = rows[-1]["doc_id"] if rows else None  # the chooser is never left blank while documents remain
         return message, render.library_rows(rows), _document_choices(choices, latest), hidden, hidden
 
@@ -292,13 +303,19 @@ class Handlers:
         question = (question or "").strip()
         if not question:
             raise ValueError("type a question first")
+        state = self._open_turn(doc_id, QUESTION, question, chat, answer)
+        waiting = PENDING_ANSWER if self.ws.model_loaded() else PENDING_FIRST_ANSWER
+        shown = [*(history or []), {"role": "user", "content": question}, {"role": "assistant", "content": waiting}]
+        return shown, "", state
+
+    def _open_turn(self, doc_id, kind: str, text: str, chat: dict | None, answer: tuple) -> dict:
+        """Check the answer settings and the document (one line each when they cannot answer: nothing is shown
+        then), open the turn, and return the chat's state that carries it."""
         self.ws.check_answers(answers_from_values(answer))  # impossible settings: one line, nothing asked
         self.ws.ready(doc_id)
         conversation_id = self._continued(chat, doc_id)
-        turn = self.ws.open_turn(doc_id, QUESTION, question, conversation_id)
-        waiting = PENDING_ANSWER if self.ws.model_loaded() else PENDING_FIRST_ANSWER
-        shown = [*(history or []), {"role": "user", "content": question}, {"role": "assistant", "content": waiting}]
-        return shown, "", {**self._chat_state(doc_id, conversation_id), "turn": turn}
+        turn = self.ws.open_turn(doc_id, kind, text, conversation_id)
+        return {**self._chat_state(doc_id, conversation_id), "turn": turn}
 
     def ask(self, chat, *answer):
         """Stream the answer to the question show_question put in the chat, with the Settings tab's answer
@@ -366,13 +383,7 @@ class Handlers:
         return conversation_id
 
     def _chat_state(self, doc_id, conversation_id: int | None) -> dict:
-        """The session's chat: the document and the conversation it adds to, with the conversation's stamp (so an
-        id given to someone else's conversation is never taken for this one)."""
-        return {
-            "doc_id": doc_id,
-            "conversation_id": conversation_id,
-            "stamp": self.ws.conversation_stamp(conversation_id),
-        }
+        return chat_state(self.ws, doc_id, conversation_id)
 
     def mark_stopped(self, history, chat):
         """Stop was pressed: the answer or summary being written ends at its next piece, and the chat shows it
@@ -415,13 +426,10 @@ class Handlers:
     def show_summary_request(self, doc_id, history, chat, *answer):
         """ "Summarize this file" in the chat the moment it is pressed, with the first step in the answer's
         bubble; the queued summary (summarize or new_summary) takes it from there."""
-        self.ws.check_answers(answers_from_values(answer))
-        self.ws.ready(doc_id)
-        conversation_id = self._continued(chat, doc_id)
-        turn = self.ws.open_turn(doc_id, SUMMARY, SUMMARY_REQUEST, conversation_id)
+        state = self._open_turn(doc_id, SUMMARY, SUMMARY_REQUEST, chat, answer)
         request = {"role": "user", "content": SUMMARY_REQUEST}
         shown = [*(history or []), request, {"role": "assistant", "content": _stage("Starting the summary…")}]
-        return "", shown, {**self._chat_state(doc_id, conversation_id), "turn": turn}
+        return "", shown, state
 
     def summary_api(self, doc_id, chat, *answer, new: bool = False):
         """The /summarize and /summarize_new APIs: (status, chat, chat state, conversations) as it is made."""

@@ -8,7 +8,7 @@ import time
 
 import gradio as gr
 
-from infinipot.app.web.page.handlers import answers_from_values, conversation_choices, user_errors
+from infinipot.app.web.page.handlers import answers_from_values, chat_state, conversation_choices, user_errors
 from infinipot.app.web.page.sources import sources_line
 
 
@@ -126,11 +126,7 @@ class QuestionFeatures:
                 {k: v for k, v in (chat or {}).items() if k != "side"},
                 gr.skip(),
             )
-        state = {
-            "doc_id": doc_id,
-            "conversation_id": conversation_id,
-            "stamp": self.workspace.conversation_stamp(conversation_id),
-        }
+        state = chat_state(self.workspace, doc_id, conversation_id)
         choices = conversation_choices(self.workspace.conversations(doc_id))
         return _with_last(shown, answer), state, gr.update(choices=choices, value=conversation_id)
 
