@@ -14,17 +14,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from infinipot.app.ask import across, evidence, reread, summary
+from infinipot.app.ask import across, evidence, library, reread, summary
 from infinipot.app.ask.conversation import cited_answer, recorded_answer
 from infinipot.app.ask.follow_up import NOT_FOUND_TURN, follow_up_query, turns_in_view
 from infinipot.app.ask.held import HeldStream
+from infinipot.app.ask.library import LibraryConfig, LibraryStats
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pots import open_general_pot, open_pot_read_with
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.heap import return_freed_memory
 from infinipot.app.library import documents
 from infinipot.app.library.documents import DocumentNotFound
-from infinipot.app.library.general_pot import question_config
+from infinipot.app.library.general_pot import general_pot, question_config
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count, write_token_ids
@@ -466,6 +467,64 @@ class DocumentService:
         decoding = decoding_with_length(decoding, max_new_tokens)
         opened = [self.open_pot(doc) for doc in docs]
         return across.ask_across(self.library, opened, self.merged_pots, question, decoding)
+
+    def library_documents(self, docs: list[str] | None = None) -> list:
+        """The documents a library question goes to: those named (each must be stored), or every stored one; only
+        those with a complete general pot (a document still being read is not asked yet)."""
+        if docs is None:
+            records = self.store.documents.all()
+        else:
+            records = list({d.id: d for d in (documents.require_document(self.store, doc) for doc in docs)}.values())
+        return [r for r in records if general_pot(self.store.pots.for_document(r.id)) is not None]
+
+    def ask_library(
+        self,
+        question: str,
+        docs: list[str] | None = None,
+        settings: AnswerSettings | None = None,
+        config: LibraryConfig | None = None,
+        *,
+        max_new_tokens: int | None = None,
+    ) -> tuple[Iterator[str], LibraryStats]:
+        """Stream the answer to a question to every stored document (or those `docs` names), with its citations
+        naming their documents (ask/library.py). Not recorded in any conversation."""
+        if not (question or "").strip():
+            raise ValueError("the question is empty")
+        settings = with_overrides(settings, "evidence", max_new_tokens)
+        config = config or LibraryConfig()
+        started = time.perf_counter()
+        records = self.library_documents(docs)
+        if not records:
+            raise DocumentNotFound("no document has been read yet (see `infinipot read`)")
+        stats = LibraryStats(answer_from="evidence")
+        loaded = self.library.models.get("default")
+        answering, read = library.gather_library_evidence(
+            self.library,
+            self.open_pot,
+            records,
+            loaded,
+            question,
+            config,
+            settings.evidence,
+            settings.decoding.max_new_tokens,
+            stats,
+        )
+        stats.evidence_seconds = time.perf_counter() - started
+        if answering is None:
+            stats.answerable = False
+            return library.nothing_matches(len(records)), stats
+        hold = self._hold(answering)
+        try:
+            names = {record.id: record.name for record in records}
+            stats.citations = library.library_citations(self.library, answering, read, names)
+            stats.evidence_tokens = sum(len(c.span.ids) for c in read)
+            passages = [list(c.span.ids) for c in read]
+            pieces = self._checked(answering, question, question, passages, settings, stats, [])
+        except BaseException:
+            hold.release()
+            raise
+        answer = cited_answer(self.library, pieces, stats, answering, question)
+        return HeldStream(answer, hold, after=return_freed_memory), stats
 
 
 def _then_freed(pieces: Iterator[str]) -> Iterator[str]:

@@ -184,3 +184,34 @@ def _run_script(db: Database, script: str) -> None:
             statement = ""
     if statement.strip():
         raise ValueError(f"incomplete SQL statement in a migration: {statement.strip()[:60]}")
+
+
+@MIGRATIONS(name="0006_passages_fts5")
+def m0006(db: Database) -> None:
+    # The words of every stored document, in passages of a few dozen tokens, for questions to the whole library:
+    # SQLite's FTS5 ranks them with bm25 without a scan of every document's tokens. A passage names its document
+    # and its tokens [first_token, end_token) in that document's token ids for the model `model_identity`. FTS5
+    # tables take no foreign keys, so a trigger keeps the index in step with deleted documents.
+    _run_script(
+        db,
+        """
+        CREATE VIRTUAL TABLE passages USING fts5(
+            text,
+            document_id UNINDEXED,
+            model_identity UNINDEXED,
+            first_token UNINDEXED,
+            end_token UNINDEXED,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE passage_sets (
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            model_identity TEXT NOT NULL,
+            content_hash TEXT NOT NULL,        -- the document content the passages were cut from
+            passages INTEGER NOT NULL,
+            PRIMARY KEY (document_id, model_identity)
+        );
+        CREATE TRIGGER passages_follow_documents AFTER DELETE ON documents BEGIN
+            DELETE FROM passages WHERE document_id = old.id;
+        END;
+        """,
+    )

@@ -23,6 +23,7 @@ from .db import close_database, open_database, write_transaction
 from .documents import Documents
 from .errors import DamagedFile, InUse, NotStored, ReadOnlyHome
 from .liveness import is_running, this_process
+from .passages import Passages
 from .pots import Pots, ReadInProgress
 from .records import CheckpointRecord, DocumentRecord, PotRecord
 from .tensors import checked_bytes, read_tensor_file, write_tensor_file
@@ -87,6 +88,10 @@ class Store:
     @property
     def conversations(self) -> Conversations:
         return Conversations(self.db)
+
+    @property
+    def passages(self) -> Passages:
+        return Passages(self.db)
 
     @property
     def uses(self) -> DocumentUses:

@@ -52,15 +52,19 @@ def span_citations(library: Library, stored: StoredPot, spans: list[Span]) -> li
 
     Best first, as the other answer modes cite.
     """
+    return document_span_citations(library, stored.doc_id, stored.engine.tokenizer, spans)
+
+
+def document_span_citations(library: Library, doc_id: str, tokenizer, spans: list[Span]) -> list[Citation]:
+    """span_citations for spans of the document `doc_id` (whose pot need not be loaded), best first."""
     if not spans:
         return []
-    document = library.store.documents.get(stored.doc_id)
+    document = library.store.documents.get(doc_id)
     try:
-        location_map = TokenLocationMap.load(library.store.location_map_path(stored.doc_id))
+        location_map = TokenLocationMap.load(library.store.location_map_path(doc_id))
     except IngestError:
         location_map = None
     unit = page_label(document.kind if document else None)
-    tokenizer = stored.engine.tokenizer
     citations = []
     for span in sorted(spans, key=lambda s: -s.score):
         page = line = None
@@ -70,7 +74,7 @@ def span_citations(library: Library, stored: StoredPot, spans: list[Span]) -> li
         label = f"{unit} {page:,}" if page else (f"line {line:,}" if line else f"token {span.start:,}")
         snippet = " ".join(tokenizer.decode(list(span.ids), skip_special_tokens=True).split())
         line = None if page else line
-        citations.append(Citation(stored.doc_id, page, line, span.start, round(span.score, 3), label, snippet))
+        citations.append(Citation(doc_id, page, line, span.start, round(span.score, 3), label, snippet))
     return citations
 
 

@@ -87,13 +87,13 @@ def marked_words(sentence: str, answer: str) -> list[str]:
 
 
 def arranged_citations(citations: list[dict], answer: str, question: str = "") -> list[dict]:
-    """An answer's citations as a reader wants them: one per place (the same page or line cited twice becomes one
-    citation, its texts joined and its shares added), the place whose sentence shares the most words with the
-    answer first (the citations' own order on ties), each with `quote`, the whole sentence of its text the answer
-    came from."""
+    """An answer's citations as a reader wants them: one per place (the same page or line of a document cited
+    twice becomes one citation, its texts joined and its shares added), the place whose sentence shares the most
+    words with the answer first (the citations' own order on ties), each with `quote`, the whole sentence of its
+    text the answer came from."""
     merged: dict[str, dict] = {}
     for citation in citations:
-        label = citation.get("label") or ""
+        label = f"{citation.get('doc_id') or citation.get('document') or ''}:{citation.get('label') or ''}"
         if label in merged:
             kept = merged[label]
             texts = [t for t in (kept.get("snippet"), citation.get("snippet")) if t]

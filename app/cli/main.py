@@ -11,6 +11,7 @@ import time
 from textwrap import shorten
 
 from infinipot.app.ask.quoting import quoted_part
+from infinipot.app.cli.library import add_library_options, asks_library, run_ask_library
 from infinipot.app.cli.options import (
     add_answer_options,
     add_decoding_options,
@@ -57,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N looks
 
     ask = add_command(commands, "ask", "answer a question from a document's stored pot")
-    ask.add_argument("doc", help="a doc_id (or its prefix) or a path (read first if needed)")
-    ask.add_argument("question")
+    ask.add_argument("doc", nargs="?", help="a doc_id (or its prefix) or a path (read first if needed)")
+    ask.add_argument("question", nargs="?")
+    add_library_options(ask)
     add_answer_options(ask)
     add_pot_options(ask, defaults_apply=False)
     add_runtime_options(ask)
@@ -336,6 +338,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.command == "ask-across":
         return run_ask_across(service, args)
+    if args.command == "ask" and asks_library(args):
+        return run_ask_library(service, args)
+    if args.command == "ask" and (args.doc is None or args.question is None):
+        raise ValueError("ask needs a document and a question: ask DOC QUESTION (or ask --all QUESTION)")
     started = time.perf_counter()
     if args.command == "ask":
         pot = pot_config(args) if names_a_pot(args) else None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from infinipot.app.library.documents import stored_token_ids
 from infinipot.app.library.home import Library
+from infinipot.app.library.passage_index import index_document
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.app.read.checkpointed import ReadOutcome, read_document
 from infinipot.app.read.growing import plan_read
@@ -87,7 +88,9 @@ class FileReader:
         record = store.claim_pot(doc_id, model_name, engine.loaded.pot_key, config.identity(), config.method)
         outcome = read_document(store, engine, document, record, interval, on_progress, plan.scope)
         if not follow:  # a followed log's ids would go stale at its next growth: written when first asked instead
-            stored_token_ids(self.library.files, store.documents.get(doc_id), engine.loaded)
+            document_record = store.documents.get(doc_id)
+            token_ids = stored_token_ids(self.library.files, document_record, engine.loaded)
+            index_document(store, token_ids, document_record, engine.loaded)
         return _read_report(doc_id, name, outcome, started, warnings)
 
 

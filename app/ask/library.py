@@ -1,0 +1,194 @@
+"""A question to the whole library (or a chosen set of documents): the words find the documents, the pots point,
+the reranker picks, the passages answer.
+
+1. The question's words are sought in every chosen document at once through the library's FTS5 index (bm25 over
+   passages of 128 tokens, storage/passages.py), not by scanning each document's tokens; the documents whose
+   best passages rank highest answer.
+2. Each answering document has its pot asked as for one document (core.evidence: the question's attention over
+   the pot plus its words, reranked by how likely the model finds the question after each span); a pot that holds
+   its whole short document points at nothing, and its best passages by words stand in.
+3. With several answering documents, their spans are reranked together (core.rerank) and the best few read; the
+   answer is made from them as for one document (core.grounded_answer), and each citation names its document.
+
+A library answer is not stored in any document's conversation: it belongs to none of them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+from infinipot.app.ask import evidence
+from infinipot.app.ask.stats import AskStats
+from infinipot.app.library.documents import DocumentNotFound, stored_token_ids
+from infinipot.app.library.home import Library
+from infinipot.app.library.passage_index import ensure_indexed
+from infinipot.app.library.pot_files import StoredPot
+from infinipot.app.library.token_ids import read_window
+from infinipot.core.evidence import EvidenceConfig, Span
+from infinipot.core.model import LoadedModel
+from infinipot.core.rerank import best_spans
+from infinipot.storage.passages import PassageHit
+from infinipot.storage.records import DocumentRecord
+
+NOTHING_MATCHES = "None of the {count} documents asked contains the question's words, so none of them answers it."
+
+
+@dataclass(frozen=True)
+class LibraryConfig:
+    # Passages the word index ranks (bm25) to choose the documents that answer.
+    passages: int = 40
+    # Documents answering, those whose best passages rank highest: each has its pot asked as for one document
+    # (loading it takes about 2 s on a 2-core CPU when it is not loaded, and one pass of the question over it).
+    # With one, the answer is exactly the one its document alone gives; with more, their spans are reranked
+    # together and the best `read_spans` read.
+    documents: int = 1
+    # Spans read to answer when several documents answer (as EvidenceConfig.read_spans for one).
+    read_spans: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("passages", "documents", "read_spans"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"library {name.replace('_', ' ')} must be at least 1, got {value!r}")
+
+
+@dataclass
+class LibraryStats(AskStats):
+    """AskStats plus the search: documents asked, those the pots pointed from, and the search's time."""
+
+    documents_asked: int = 0
+    documents_pointed: list[str] = field(default_factory=list)
+    candidates: int = 0
+    search_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    doc_id: str
+    span: Span
+    source: str  # "words" (the library's index) or "pot" (the document's own evidence)
+
+
+def passage_span(hit: PassageHit, ids: list[int]) -> Span:
+    """An index hit as a span of its document's tokens; its citation points at the passage's middle."""
+    return Span(hit.first_token, hit.first_token + len(ids), tuple(ids), hit.score, hit.first_token + len(ids) // 2)
+
+
+def word_candidates(
+    library: Library, hits: list[PassageHit], records: dict[str, DocumentRecord], loaded: LoadedModel
+) -> list[Candidate]:
+    """The index's passages as spans read from each document's stored token ids (a document whose text is
+    gone is passed over)."""
+    paths = {}
+    found = []
+    for hit in hits:
+        if hit.document_id not in paths:
+            try:
+                paths[hit.document_id] = stored_token_ids(library.files, records[hit.document_id], loaded)
+            except DocumentNotFound:
+                paths[hit.document_id] = None
+        path = paths[hit.document_id]
+        if path is None:
+            continue
+        ids = read_window(path, hit.first_token, hit.end_token)
+        if ids:
+            found.append(Candidate(hit.document_id, passage_span(hit, ids), "words"))
+    return found
+
+
+def pointed_candidates(
+    library: Library, stored: StoredPot, question: str, config: EvidenceConfig, max_new_tokens: int
+) -> tuple[list[Candidate], list[str]]:
+    """The spans the document's pot and words point at for the question, reranked within the document exactly as
+    a question to it alone is (core.evidence); none when its pot holds the whole document."""
+    spans, warnings = evidence.gather_evidence(library, stored, question, config, max_new_tokens)
+    return [Candidate(stored.doc_id, span, "pot") for span in spans if not span.held], warnings
+
+
+def ranked_documents(hits: list[PassageHit]) -> list[str]:
+    """Documents by their best passages: the sum of the bm25 scores of each one's best three (a document that
+    holds the question's words in several places outranks one that matches once, by chance, a little better)."""
+    best: dict[str, list[float]] = {}
+    for hit in hits:
+        best.setdefault(hit.document_id, []).append(hit.score)
+    return sorted(best, key=lambda doc_id: -sum(sorted(best[doc_id], reverse=True)[:3]))
+
+
+def reranked(stored: StoredPot, candidates: list[Candidate], question: str, keep: int) -> list[Candidate]:
+    """The `keep` candidates after which the question is likeliest, the likeliest last (read right before the
+    question, as for one document); each span's score becomes its share of the kept likelihoods."""
+    if not candidates:
+        return []
+    if len(candidates) == 1:
+        return [replace(candidates[0], span=replace(candidates[0].span, score=1.0))]
+    scores = stored.engine.question_likelihoods([c.span.ids for c in candidates], question)
+    best = best_spans(scores, keep)
+    weights = [math.exp(scores[index]) for index in best]
+    total = sum(weights) or 1.0
+    kept = [
+        replace(candidates[index], span=replace(candidates[index].span, score=weight / total))
+        for index, weight in zip(best, weights, strict=True)
+    ]
+    return list(reversed(kept))
+
+
+def library_citations(library: Library, stored: StoredPot, read: list[Candidate], names: dict[str, str]) -> list[dict]:
+    """Citations of the spans read, best first, each naming its document (`document`: the stored name, and
+    `doc_id`)."""
+    citations = []
+    for candidate in sorted(read, key=lambda c: -c.span.score):
+        for citation in evidence.document_span_citations(
+            library, candidate.doc_id, stored.engine.tokenizer, [candidate.span]
+        ):
+            citations.append({**citation.as_json(), "document": names[candidate.doc_id], "doc_id": candidate.doc_id})
+    return citations
+
+
+def gather_library_evidence(
+    library: Library,
+    open_pot: Callable[[str], StoredPot],
+    documents: list[DocumentRecord],
+    loaded: LoadedModel,
+    question: str,
+    config: LibraryConfig,
+    evidence_config: EvidenceConfig,
+    max_new_tokens: int,
+    stats: LibraryStats,
+) -> tuple[StoredPot | None, list[Candidate]]:
+    """(the pot that answers, the candidates read, likeliest last); (None, []) when no document holds any of the
+    question's words. `open_pot` loads a document's general pot (the service keeps the loaded ones)."""
+    started = time.perf_counter()
+    store = library.store
+    records = {document.id: document for document in documents}
+    stats.documents_asked = len(records)
+    stats.warnings += ensure_indexed(store, library.files, documents, loaded)
+    hits = store.passages.search(question, loaded.identity, config.passages, list(records))
+    stats.search_seconds = time.perf_counter() - started
+    if not hits:
+        return None, []
+    chosen = ranked_documents(hits)[: config.documents]
+    candidates: list[Candidate] = []
+    answering: StoredPot | None = None
+    words = word_candidates(library, [hit for hit in hits if hit.document_id in chosen], records, loaded)
+    for doc_id in chosen:
+        stored = open_pot(doc_id)
+        answering = answering or stored
+        stats.warnings += stored.warnings
+        found: list[Candidate] = []
+        if stored.engine.loaded.identity == loaded.identity:
+            found, warnings = pointed_candidates(library, stored, question, evidence_config, max_new_tokens)
+            stats.warnings += warnings
+            stats.documents_pointed.append(doc_id)
+        # A pot that holds its whole document points at nothing: its best passages by words stand in.
+        candidates += found or [c for c in words if c.doc_id == doc_id][: evidence_config.read_spans or 3]
+    stats.candidates = len(candidates)
+    if len(chosen) == 1:  # already ranked within its document, as a question to it alone
+        return answering, candidates
+    return answering, reranked(answering, candidates, question, config.read_spans)
+
+
+def nothing_matches(count: int) -> Iterator[str]:
+    yield NOTHING_MATCHES.format(count=count)
