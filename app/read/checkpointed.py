@@ -151,6 +151,38 @@ def _release_quietly(store: Store, pot_id: int, note: str) -> None:
         pass
 
 
+def store_pot(
+    store: Store,
+    record: PotRecord,
+    pot: Pot,
+    location_map: TokenLocationMap,
+    read_prefix: tuple[int | None, str | None],
+    read_seconds: float,
+    exact: bool = False,
+) -> PotRecord:
+    """Store a finished read: its location map, then the row that completes the pot (no committed row ever lacks
+    its files). The one writer does this, whoever read (a worker, on Ray); then mark_read."""
+    map_path = store.location_map_path(record.document_id)
+    map_path.parent.mkdir(parents=True, exist_ok=True)
+    location_map.save(map_path)
+    tensors = pot.tensors()
+    final = store.complete_pot(
+        record.id,
+        tensors,
+        frozenset() if exact else bulk_names(tensors),
+        pot.counters(),
+        pot_summary(pot, read_seconds),
+        read_prefix,
+    )
+    return final
+
+
+def mark_read(store: Store, record: PotRecord, pot: Pot) -> None:
+    """The document's token count and location map, once its pot is complete."""
+    map_path = store.location_map_path(record.document_id)
+    store.documents.set_read(record.document_id, pot.document_tokens, store.relative(map_path))
+
+
 def read_document(
     store: Store,
     engine: Engine,
@@ -206,20 +238,9 @@ def read_document(
         pot = reader.finish()  # truncation reads its held-back end here
         if pot.document_tokens == 0:
             raise IngestError(f"{document.name} contains no text to read")
-        # The map file first, then the row that completes the pot: no committed row ever lacks its files.
-        map_path = store.location_map_path(record.document_id)
-        map_path.parent.mkdir(parents=True, exist_ok=True)
-        stream.location_map.save(map_path)
-        tensors = pot.tensors()
         read_prefix = (stream.end_byte, scope.end_sha256 if scope.base is not None else stream.fingerprint)
-        final = store.complete_pot(
-            record.id,
-            tensors,
-            frozenset() if scope.exact else bulk_names(tensors),
-            pot.counters(),
-            pot_summary(pot, checkpointer.read_seconds()),
-            read_prefix,
-        )
+        seconds = checkpointer.read_seconds()
+        final = store_pot(store, record, pot, stream.location_map, read_prefix, seconds, scope.exact)
     except (IngestError, InfiniPotError, CheckpointAheadOfDocument) as exc:
         store.fail_pot(record.id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         raise
@@ -233,7 +254,7 @@ def read_document(
         note = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"interrupted: {exc}".splitlines()[0]
         store.pots.release(record.id, note)
         raise
-    store.documents.set_read(record.document_id, pot.document_tokens, store.relative(map_path))
+    mark_read(store, record, pot)
     warnings += list(stream.warnings)
     resumed_from = scope.base.document_tokens if scope.base is not None else skip
     return ReadOutcome(pot=pot, record=final, resumed_from=resumed_from, warnings=warnings)

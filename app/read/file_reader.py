@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from infinipot.app.library.documents import stored_token_ids
 from infinipot.app.library.home import Library
 from infinipot.app.library.passage_index import index_document
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
-from infinipot.app.read.checkpointed import ReadOutcome, read_document
+from infinipot.app.read.checkpointed import ReadOutcome, ReadScope, read_document
 from infinipot.app.read.growing import plan_read
 from infinipot.app.read.report import ReadReport
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.pot import Pot
-from infinipot.ingest import file_fingerprint, open_document
+from infinipot.ingest import Document, file_fingerprint, open_document
 from infinipot.storage.errors import DamagedFile
 from infinipot.storage.records import DocumentRecord, PotRecord
 
@@ -52,6 +53,22 @@ class FileReader:
         if checkpoint_seconds is not None and not checkpoint_seconds >= 0:
             raise ValueError(f"checkpoint interval must not be negative, got {checkpoint_seconds}")
         interval = self.checkpoint_seconds if checkpoint_seconds is None else checkpoint_seconds
+        job = self.prepare(path, config, model_name, follow, dtype)
+        if isinstance(job, ReadReport):
+            return job
+        store = self.library.store
+        outcome = read_document(store, job.engine, job.document, job.record, interval, on_progress, job.scope)
+        return self.finish(job, outcome)
+
+    def prepare(
+        self,
+        path: str | Path,
+        config: PotConfig,
+        model_name: str = "default",
+        follow: bool = False,
+        dtype: str | None = None,
+    ) -> ReadReport | ReadJob:
+        """Everything before the reading itself: the report of a reused pot, or the claimed pot to read into."""
         started = time.perf_counter()
         store = self.library.store
         path = Path(path)
@@ -86,12 +103,33 @@ class FileReader:
                 except DamagedFile as exc:
                     warnings.append(damage_warning(document.name, exc))
         record = store.claim_pot(doc_id, model_name, engine.loaded.pot_key, config.identity(), config.method)
-        outcome = read_document(store, engine, document, record, interval, on_progress, plan.scope)
-        if not follow:  # a followed log's ids would go stale at its next growth: written when first asked instead
-            document_record = store.documents.get(doc_id)
-            token_ids = stored_token_ids(self.library.files, document_record, engine.loaded)
-            index_document(store, token_ids, document_record, engine.loaded)
-        return _read_report(doc_id, name, outcome, started, warnings)
+        return ReadJob(path, document, engine, record, doc_id, name, plan.scope, follow, warnings, started)
+
+    def finish(self, job: ReadJob, outcome: ReadOutcome) -> ReadReport:
+        """After the pot is stored: the document's token ids and word index (not for a followed log, whose ids
+        would go stale at its next growth: they are written when it is first asked), and the report."""
+        store = self.library.store
+        if not job.follow:
+            document_record = store.documents.get(job.doc_id)
+            token_ids = stored_token_ids(self.library.files, document_record, job.engine.loaded)
+            index_document(store, token_ids, document_record, job.engine.loaded)
+        return _read_report(job.doc_id, job.name, outcome, job.started, job.warnings)
+
+
+@dataclass(frozen=True)
+class ReadJob:
+    """A read prepared and its pot claimed: what is read, by which engine, into which pot record."""
+
+    path: Path
+    document: Document
+    engine: Engine
+    record: PotRecord
+    doc_id: str
+    name: str
+    scope: ReadScope
+    follow: bool
+    warnings: list[str]
+    started: float  # perf_counter when the read was asked for
 
 
 def damage_warning(name: str, exc: DamagedFile) -> str:
