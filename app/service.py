@@ -31,7 +31,9 @@ from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count, write_token_ids
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.app.read.file_reader import FileReader
+from infinipot.app.read.many import DocumentDone, LibraryProgress, library_files, read_here, total_bytes
 from infinipot.app.read.report import ReadReport
+from infinipot.app.read.workers import WorkerSettings
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.evidence import spans_to_read
@@ -99,6 +101,31 @@ class DocumentService:
             return_freed_memory()
         self.forget_pot(report.doc_id)
         return report
+
+    def read_library(
+        self,
+        paths: list[str],
+        config: PotConfig,
+        model_name: str = "default",
+        workers: WorkerSettings | None = None,
+        on_progress: Callable[[LibraryProgress], None] | None = None,
+        dtype: str | None = None,
+    ) -> tuple[LibraryProgress, list[tuple[str, str]], Iterator[DocumentDone]]:
+        """Read every file under `paths` (folders, files, globs): (the progress, the paths that named no file with
+        why, each document as it finishes). Here one after another, or on Ray `workers` (read/workers.py)."""
+        files, missing = library_files(paths)
+        progress = LibraryProgress(total=len(files), total_bytes=total_bytes(files))
+        if workers is None:
+
+            def read_one(path: Path, on_pot) -> ReadReport:
+                return self.read(path, config, model_name, on_progress=on_pot, dtype=dtype)
+
+            done = read_here(read_one, files, progress, on_progress)
+        else:
+            from infinipot.app.read.workers import read_on_workers
+
+            done = read_on_workers(self.reader, files, config, model_name, dtype, workers, progress, on_progress)
+        return progress, missing, _then_freed_each(done, self.forget_pot)
 
     def resume_point(
         self, doc_id: str, config: PotConfig, model_name: str = "default", dtype: str | None = None
@@ -533,6 +560,15 @@ def _then_freed(pieces: Iterator[str]) -> Iterator[str]:
         yield from pieces
     finally:
         return_freed_memory()
+
+
+def _then_freed_each(done: Iterator[DocumentDone], forget: Callable[[str], None]) -> Iterator[DocumentDone]:
+    """Each finished document, its loaded pot (if any) forgotten, and memory given back after each."""
+    for item in done:
+        if item.report is not None:
+            forget(item.report.doc_id)
+        return_freed_memory()
+        yield item
 
 
 def _side_or_stopped(meta: dict) -> bool:

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from textwrap import shorten
 
 from infinipot.app.cli.options import answer_settings
@@ -80,3 +81,96 @@ def run_ask_library(service, args: argparse.Namespace) -> int:
             print(f"  {citation['document']}, {citation['label']}: {shorten(quote, 110)}")
     print(f"(asked {stats.documents_asked} documents)")
     return 0
+
+
+def add_worker_options(read: argparse.ArgumentParser) -> None:
+    read.add_argument(
+        "--workers", type=int, metavar="N", help="read on N Ray workers started on this machine (needs infinipot[ray])"
+    )
+    read.add_argument(
+        "--cluster", metavar="ADDRESS", help="read on the workers of a running Ray cluster (ray start --head ...)"
+    )
+    read.add_argument(
+        "--worker-threads", type=int, default=1, metavar="T", help="CPU threads of each Ray worker (default 1)"
+    )
+
+
+def reads_library(args: argparse.Namespace) -> bool:
+    """Several paths, a folder, a glob, or workers: a library read (one file alone reads as before)."""
+    if args.workers is not None or args.cluster is not None:
+        return True
+    return len(args.path) > 1 or not Path(args.path[0]).is_file()
+
+
+def run_read_library(service, args: argparse.Namespace, config, read_line) -> int:
+    """Read every file the paths name; one line (or JSON object) per document as it completes, then the totals.
+    Progress over the library goes to stderr every few seconds (or on a terminal, on one line)."""
+    if args.follow:
+        raise ValueError("--follow reads one growing log: give it a single file")
+    workers = None
+    if args.workers is not None or args.cluster is not None:
+        from infinipot.app.read.workers import WorkerSettings, require_ray
+
+        require_ray()
+        workers = WorkerSettings(args.workers, args.cluster, args.worker_threads)
+    shown = LibraryProgressLine()
+    started = time.perf_counter()
+    progress, missing, done = service.read_library(
+        args.path, config, args.model, workers, on_progress=shown, dtype=args.dtype
+    )
+    for given, why in missing:
+        print(f"infinipot: warning: {given}: {why}", file=sys.stderr)
+    if not progress.total:
+        raise ValueError("no file to read among " + ", ".join(args.path))
+    try:
+        for item in done:
+            shown.clear()
+            if item.report is not None:
+                for warning in item.report.warnings:
+                    print(f"infinipot: warning: {warning}", file=sys.stderr)
+            if args.json:
+                print(json.dumps(item.as_json()), flush=True)
+            elif item.report is None:
+                print(f"{item.path}: not read: {item.error}", flush=True)
+            else:
+                print(read_line(item.report, config.pot_size), flush=True)
+    except KeyboardInterrupt:
+        shown.clear()
+        print(f"infinipot: stopped after {progress.line()}; run the same read again to go on", file=sys.stderr)
+        return 130
+    shown.clear()
+    summary = progress.summary(time.perf_counter() - started)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(
+            f"{summary['documents']} documents: {summary['read']} read, {summary['reused']} reused, "
+            f"{summary['failed']} not read; {summary['tokens']:,} tokens in {summary['seconds']:.1f} s"
+        )
+    return 1 if summary["failed"] and not summary["read"] and not summary["reused"] else 0
+
+
+class LibraryProgressLine:
+    """The library's progress on stderr: rewritten in place on a terminal, a whole line every few seconds
+    otherwise (a log file gets whole lines)."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.last = time.monotonic()
+        self.on_terminal = sys.stderr.isatty()
+        self.width = 0
+
+    def __call__(self, progress) -> None:
+        now = time.monotonic()
+        if self.on_terminal:
+            line = shorten(progress.line(), 160, placeholder="…")
+            print("\r" + line.ljust(self.width), end="", file=sys.stderr, flush=True)
+            self.width = len(line)
+        elif now - self.last >= self.every:
+            self.last = now
+            print(f"infinipot: {progress.line()}", file=sys.stderr, flush=True)
+
+    def clear(self) -> None:
+        if self.on_terminal and self.width:
+            print("\r" + " " * self.width + "\r", end="", file=sys.stderr, flush=True)
+            self.width = 0

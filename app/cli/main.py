@@ -11,7 +11,14 @@ import time
 from textwrap import shorten
 
 from infinipot.app.ask.quoting import quoted_part
-from infinipot.app.cli.library import add_library_options, asks_library, run_ask_library
+from infinipot.app.cli.library import (
+    add_library_options,
+    add_worker_options,
+    asks_library,
+    reads_library,
+    run_ask_library,
+    run_read_library,
+)
 from infinipot.app.cli.options import (
     add_answer_options,
     add_decoding_options,
@@ -42,7 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     read = add_command(commands, "read", "read a document into a memory pot and store it")
-    read.add_argument("path", help="the document (PDF, DOCX, EPUB, HTML, text, log, .gz)")
+    read.add_argument(
+        "path",
+        nargs="+",
+        help="the document (PDF, DOCX, EPUB, HTML, text, log, .gz), or several, folders (read whole) and globs",
+    )
     add_pot_options(read)
     add_runtime_options(read)
     read.add_argument(
@@ -56,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--follow", action="store_true", help="keep reading a growing log (Ctrl-C stops)")
     read.add_argument("--poll-seconds", type=float, default=2.0, help="--follow: seconds between looks (default 2)")
     read.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N looks
+    add_worker_options(read)
 
     ask = add_command(commands, "ask", "answer a question from a document's stored pot")
     ask.add_argument("doc", nargs="?", help="a doc_id (or its prefix) or a path (read first if needed)")
@@ -304,6 +316,10 @@ def _run(args: argparse.Namespace) -> int:
     service = DocumentService(
         device=args.device, checkpoint_seconds=checkpoint_seconds, dtype=getattr(args, "dtype", "auto")
     )
+    if args.command == "read" and reads_library(args):
+        return run_read_library(service, args, pot_config(args), read_line)
+    if args.command == "read":
+        args.path = args.path[0]
     if args.command == "read" and args.follow:
         from infinipot.app.cli.follow import run_follow
 
