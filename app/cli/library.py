@@ -118,10 +118,10 @@ def run_read_library(service, args: argparse.Namespace, config, read_line) -> in
     progress, missing, done = service.read_library(
         args.path, config, args.model, workers, on_progress=shown, dtype=args.dtype
     )
+    if not progress.total:
+        raise ValueError("no file to read: " + "; ".join(f"{given}: {why}" for given, why in missing))
     for given, why in missing:
         print(f"infinipot: warning: {given}: {why}", file=sys.stderr)
-    if not progress.total:
-        raise ValueError("no file to read among " + ", ".join(args.path))
     try:
         for item in done:
             shown.clear()

@@ -126,7 +126,6 @@ class _Running:
     actor: object
     job: ReadJob
     path: Path
-    tries: int
 
 
 def checkpoint_state(reader: FileReader, job: ReadJob) -> dict | None:
@@ -173,7 +172,13 @@ def start_workers(ray, settings: WorkerSettings, models_home: Path, model_name: 
             log_to_driver=False,
             configure_logging=False,
         )
-    options = {"num_cpus": settings.threads, "max_restarts": RETRIES_AFTER_A_DEATH, "max_concurrency": 2}
+    # A worker that dies is restarted, and the document it was reading is given to it again (by Ray).
+    options = {
+        "num_cpus": settings.threads,
+        "max_restarts": RETRIES_AFTER_A_DEATH,
+        "max_task_retries": RETRIES_AFTER_A_DEATH,
+        "max_concurrency": 2,
+    }
     if device == "cuda":
         options["num_gpus"] = 1  # a GPU worker asks Ray for one
     actor_class = ray.remote(**options)(PotReader)
@@ -194,7 +199,9 @@ def read_on_workers(
     ray = require_ray()
     library = reader.library
     reader.library.models.get(model_name, dtype)  # converted once here, before the workers look for it
-    actors = start_workers(ray, settings, library.home, model_name, library.models.device, dtype)
+    actors = start_workers(
+        ray, settings, library.home, model_name, library.models.device, dtype or library.models.dtype
+    )
     idle = deque(actors)
     pending = deque(files)
     running: dict[object, _Running] = {}
@@ -217,7 +224,7 @@ def read_on_workers(
                     yield DocumentDone(path, job)
                     continue
                 actor = idle.popleft()
-                running[_submit(actor, reader, job, config)] = _Running(actor, job, path, 0)
+                running[_submit(actor, reader, job, config)] = _Running(actor, job, path)
                 progress.current[path.name] = 0
             if not running:
                 continue
@@ -228,11 +235,6 @@ def read_on_workers(
             for ref in ready:
                 run = running.pop(ref)
                 done = _collect(ray, reader, run, ref)
-                if done is None:  # its worker died: the document goes again (Ray restarts the worker)
-                    running[_submit(run.actor, reader, run.job, config)] = _Running(
-                        run.actor, run.job, run.path, run.tries + 1
-                    )
-                    continue
                 progress.current.pop(run.path.name, None)
                 progress.finished(file_size(run.path), done.report)
                 idle.append(run.actor)
@@ -251,15 +253,14 @@ def _submit(actor, reader: FileReader, job: ReadJob, config: PotConfig):
     return actor.read.remote(job.path.name, job.path.read_bytes(), config, checkpoint_state(reader, job))
 
 
-def _collect(ray, reader: FileReader, run: _Running, ref) -> DocumentDone | None:
-    """The finished document, stored; None when its worker died and it may go again."""
+def _collect(ray, reader: FileReader, run: _Running, ref) -> DocumentDone:
+    """The finished document, stored; or why it could not be read (its pot failed, or left to resume)."""
     store = reader.library.store
     try:
         result = ray.get(ref)
-    except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError):
-        if run.tries < RETRIES_AFTER_A_DEATH:
-            return None
-        line = f"its worker died {run.tries + 1} times while reading it"
+    except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        line = f"its worker died {RETRIES_AFTER_A_DEATH + 1} times while reading it ({why})"
         store.pots.release(run.job.record.id, f"interrupted: {line}")
         return DocumentDone(run.path, None, line)
     except ray.exceptions.RayTaskError as exc:
