@@ -132,7 +132,9 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
     # The answer's attention pointed at the needle: the sentence around it is quoted under the answer.
     assert f"> **page {NEEDLE_PAGE}** “" in answer["content"] and "The passkey is 12345." in answer["content"]
 
-    start, tabs, quoted = handlers.open_source(gr.SelectData(None, {"index": 0, "value": option["value"]}), doc_id)
+    value = {"index": 0, "value": option["value"]}
+    start, tabs, quoted, viewed = handlers.open_source(gr.SelectData(None, value), doc_id)
+    assert viewed is None  # one document chosen: its own view
     assert tabs["selected"] == KEPT_TAB
     location_map = workspace.service.location_map(doc_id)
     # The view opens on the cited page, a few tokens before the quoted sentence, which it marks.
@@ -143,7 +145,7 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
     assert "The passkey is 12345." in "".join(marked)
     # Opened at the page's first token when the sentence is not there (an answer stored before sentences were
     # named sends the bare token).
-    start, _, quoted = handlers.open_source(gr.SelectData(None, {"index": 0, "value": str(start)}), doc_id)
+    start, _, quoted, _ = handlers.open_source(gr.SelectData(None, {"index": 0, "value": str(start)}), doc_id)
     assert quoted is None and "highlighted" not in handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
 
     # Shown again with the conversation (from the stored message), after choosing the document anew.

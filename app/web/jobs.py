@@ -142,6 +142,7 @@ class ReadQueue:
         self._lock = threading.Lock()
         self._pending: queue.Queue[ReadJob | None] = queue.Queue()
         self._ids = itertools.count(1)
+        self._batch_from = 1  # the first job submitted since the queue was last idle: one library read
         self._worker: threading.Thread | None = None
         self._process = psutil.Process()
 
@@ -150,6 +151,8 @@ class ReadQueue:
             if self._active(request.doc_id) is not None:
                 raise ValueError(f"{request.name} is already queued or being read")
             job = ReadJob(next(self._ids), request, memory=MemoryLog(self.memory_samples))
+            if not any(other.status in ACTIVE for other in self._jobs):
+                self._batch_from = job.id
             self._jobs.append(job)
             if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="infinipot-reader", daemon=True)
@@ -183,6 +186,13 @@ class ReadQueue:
         with self._lock:
             latest = {job.request.doc_id: job for job in self._jobs}
         return [job.snapshot() for job in sorted(latest.values(), key=lambda job: job.id)]
+
+    def batch(self) -> list[dict]:
+        """Snapshots of the jobs submitted since the queue was last idle (files dropped together or one after
+        another while it read): what the library's progress line counts."""
+        with self._lock:
+            jobs = [job for job in self._jobs if job.id >= self._batch_from]
+        return [job.snapshot() for job in jobs]
 
     def busy(self) -> bool:
         with self._lock:

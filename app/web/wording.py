@@ -9,6 +9,17 @@ RESUME_CONTINUES = "Resume continues from where it stopped"
 SUMMARY_REQUEST = "Summarize this file"
 
 
+# The Document selector's value that asks every ready document at once (a doc_id is 16 hex digits: never this).
+ALL_DOCUMENTS = "all-documents"
+
+
+def all_documents_label(ready: int) -> str:
+    return f"All documents ({ready} ready)"
+
+
 def document_options(rows: list[dict]) -> list[tuple[str, str]]:
-    """The Document selector's (label, doc_id) options for library rows: 'libtasn1.pdf (3917eb46)'."""
-    return [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+    """The Document selector's (label, doc_id) options for library rows: 'libtasn1.pdf (3917eb46)'; first, with
+    two or more documents ready, 'All documents (N ready)', which asks them all at once."""
+    options = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+    ready = sum(1 for row in rows if row.get("ready"))
+    return [(all_documents_label(ready), ALL_DOCUMENTS), *options] if ready >= 2 else options

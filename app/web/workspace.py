@@ -37,7 +37,7 @@ from infinipot.app.web.settings import (
     whole_number,
 )
 from infinipot.app.web.turns import SUMMARY, Turn, Turns
-from infinipot.app.web.wording import RESUME_CONTINUES, SUMMARY_REQUEST, document_options
+from infinipot.app.web.wording import ALL_DOCUMENTS, RESUME_CONTINUES, SUMMARY_REQUEST, document_options
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.precision import DTYPES, dtype_in_key
 from infinipot.core.scorers import METHODS
@@ -313,7 +313,7 @@ class Workspace:
 
     def progress(self, doc_id: str | None) -> dict | None:
         """The latest read of a document as numbers, or the stored pot's numbers once it is read."""
-        if not doc_id:
+        if not doc_id or doc_id == ALL_DOCUMENTS:
             return None
         job = self.reads.latest(doc_id)
         if job is not None:
@@ -376,7 +376,26 @@ class Workspace:
         return self._ready(doc_id)
 
     def _ready(self, doc_id: str) -> str:
+        if doc_id == ALL_DOCUMENTS:
+            raise ValueError("choose one document for this: All documents answers questions only")
         return self._ready_row(doc_id)["doc_id"]
+
+    def read_batch(self) -> list[dict]:
+        """The reads queued since the queue was last idle, as numbers (the library's progress line)."""
+        return self.reads.batch()
+
+    def ready_count(self) -> int:
+        return sum(1 for row in self.library() if row["ready"])
+
+    def ask_library(self, question: str, answer: dict | AnswerChoices):
+        """(answer pieces, stats) of a question to every ready document at once (ask/library.py); not stored in
+        any conversation."""
+        if not (question or "").strip():
+            raise ValueError("type a question first")
+        if self.ready_count() < 1:
+            raise ValueError("no document is ready yet; ask when one is read")
+        settings = answer_choices(answer).answer_settings()
+        return self.service.ask_library(question.strip(), None, settings)
 
     def conversations(self, doc_id: str) -> list[dict]:
         return self.service.conversations(doc_id) if doc_id else []
@@ -472,6 +491,8 @@ class Workspace:
         """Stop a turn (app/web/turns.py); one that had not started is stored here, asked and stopped."""
 
         def record_unstarted(turn: Turn) -> int | None:
+            if turn.doc_id == ALL_DOCUMENTS:  # a question to all documents belongs to no conversation
+                return None
             if turn.kind == SUMMARY:
                 return self.record_summary(turn.doc_id, "", turn.conversation_id, "stopped", stopped=True)
             if self.service.store.read_only:

@@ -54,6 +54,7 @@ class InfiniPotApp:
         c.seen = gr.State({})
         c.chat = gr.State({"doc_id": None, "conversation_id": None})
         c.quoted = gr.State(None)  # [first, end) tokens of the sentence a clicked source quoted, marked in the view
+        c.viewed = gr.State(None)  # with All documents chosen: the document of the source opened, which the view shows
         c.timer = gr.Timer(self.refresh_seconds)
         gr.Markdown(INTRO)
         c.doc = gr.Dropdown(label="Document", choices=[], value=None, allow_custom_value=True, elem_id="ip-document")
@@ -64,6 +65,9 @@ class InfiniPotApp:
                     file_count="multiple",
                     type="filepath",
                     elem_id="ip-upload",
+                )
+                c.folder = gr.UploadButton(
+                    "Add a whole folder", file_count="directory", size="sm", elem_id="ip-upload-folder"
                 )
                 c.notice = gr.Markdown(elem_id="ip-notice")
                 c.progress = gr.HTML(elem_id="ip-progress")
@@ -388,6 +392,9 @@ class InfiniPotApp:
         c.library.select(h.pick_row, None, c.doc, api_visibility="undocumented")
 
         c.files.upload(h.upload, [c.files, *settings], [c.notice, c.library, c.doc, c.files], api_name="upload")
+        c.folder.upload(
+            h.upload_folder, [c.folder, *settings], [c.notice, c.library, c.doc], api_visibility="undocumented"
+        )
         c.cancel.click(h.cancel, c.doc, c.notice, api_name="cancel")
         c.resume.click(h.resume, c.doc, c.notice, api_name="resume")
         confirm = [c.confirm_delete, c.keep_document]
@@ -452,7 +459,7 @@ class InfiniPotApp:
 
         show = dict(
             fn=h.show_kept,
-            inputs=[c.doc, c.layer, c.head, c.start, c.size, c.x_axis, c.quoted],
+            inputs=[c.doc, c.layer, c.head, c.start, c.size, c.x_axis, c.quoted, c.viewed],
             outputs=[
                 c.caption,
                 c.legend,
@@ -470,14 +477,16 @@ class InfiniPotApp:
         )
         c.show.click(**show, api_name="kept")
         c.kept_tab.select(**show, api_visibility="undocumented")  # opened: the chosen window at once
-        reset = dict(fn=h.reset_kept, inputs=c.doc, outputs=[c.start, c.page, c.caption, c.legend, c.tokens, c.quoted])
+        reset = dict(
+            fn=h.reset_kept, inputs=c.doc, outputs=[c.start, c.page, c.caption, c.legend, c.tokens, c.quoted, c.viewed]
+        )
         c.doc.change(**reset, api_visibility="undocumented").then(**show, api_visibility="undocumented")
         c.x_axis.change(**show, api_visibility="undocumented")
         c.previous.click(lambda s, n: h.shift_window(s, n, -1), [c.start, c.size], c.start).then(**show)
         c.next.click(lambda s, n: h.shift_window(s, n, 1), [c.start, c.size], c.start).then(**show)
         c.go_page.click(h.go_to_page, [c.doc, c.page], c.start, api_name="page").success(**show)
         opened = c.chatbot.option_select(
-            h.open_source, c.doc, [c.start, c.tabs, c.quoted], api_visibility="undocumented"
+            h.open_source, c.doc, [c.start, c.tabs, c.quoted, c.viewed], api_visibility="undocumented"
         ).success(**show)
         opened.then(fn=None, js=SCROLL_TO_QUOTE)
 

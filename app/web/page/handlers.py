@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from pathlib import Path
 
 import gradio as gr
 import pandas as pd
@@ -15,7 +16,7 @@ from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.web.numbers import whole_number
 from infinipot.app.web.page import render, sources
 from infinipot.app.web.turns import QUESTION, SUMMARY
-from infinipot.app.web.wording import SUMMARY_REQUEST, document_options
+from infinipot.app.web.wording import ALL_DOCUMENTS, SUMMARY_REQUEST, document_options
 
 ALL_HEADS = "all heads"
 NO_CHANGE = object()  # an update that leaves a value as it is
@@ -168,9 +169,15 @@ def button_states(progress: dict | None) -> tuple[bool, bool, bool, bool]:
     return reading, stopped, progress is not None and not reading, status == "done"
 
 
-def _button_updates(states: tuple[bool, bool, bool, bool]) -> list[dict]:
+def _button_updates(states: tuple) -> list[dict]:
+    """Cancel, Resume, Delete, then the chat buttons: one state for all of them, or (with All documents) one each."""
     *library, ready = states
-    return [gr.update(interactive=state) for state in library] + [gr.update(interactive=ready)] * len(CHAT_BUTTONS)
+    chat = list(ready) if isinstance(ready, tuple) else [ready] * len(CHAT_BUTTONS)
+    return [gr.update(interactive=state) for state in library] + [gr.update(interactive=state) for state in chat]
+
+
+# With All documents chosen: nothing to cancel, resume or delete; Ask, but no summary (one per document).
+ALL_DOCUMENTS_BUTTONS = (False, False, False, (True, False, False))
 
 
 # The Chat tab's buttons that need a document read (after the Library tab's Cancel, Resume and Delete).
@@ -212,6 +219,15 @@ class Handlers:
         choose = _document_choices(self.ws.choices(), added[0]) if added else gr.skip()
         return render.upload_notice(results, known), table, choose, None
 
+    @user_errors
+    def upload_folder(self, files, *settings):
+        """A whole folder, read as dropped files are (its hidden files left out); the library's line counts it."""
+        shown = [f for f in files or [] if not any(part.startswith(".") for part in Path(str(f)).parts[-1:])]
+        if not shown:
+            raise ValueError("the folder holds no files to read")
+        notice, table, choose, _ = self.upload(shown, *settings)
+        return notice, table, choose
+
     def library(self, doc_id):
         """The library table, the document choices and the chosen document's progress (on an empty library,
         what to do first)."""
@@ -219,8 +235,18 @@ class Handlers:
         choices = document_options(rows)
         # The page was (re)loaded with no document chosen: the latest one, so Chat is not empty.
         keep = doc_id if any(value == doc_id for _, value in choices) else (rows[-1]["doc_id"] if rows else None)
-        progress = render.progress_html(self.ws.progress(keep)) if rows else render.empty_library_html()
-        return render.library_rows(rows), _document_choices(choices, keep), progress
+        return render.library_rows(rows), _document_choices(choices, keep), self._progress_html(rows, keep)
+
+    def _progress_html(self, rows: list[dict], doc_id) -> str:
+        """The chosen document's progress (what All documents does, with it chosen), under the library's line
+        while several files are read."""
+        if not rows:
+            return render.empty_library_html()
+        if doc_id == ALL_DOCUMENTS:
+            chosen = render.all_documents_html(sum(1 for row in rows if row["ready"]))
+        else:
+            chosen = render.progress_html(self.ws.progress(doc_id))
+        return render.with_library_line(chosen, self.ws.read_batch())
 
     def refresh(self, doc_id, seen):
         """Timer tick: the same as library(), each part sent only when it changed (the page does not flicker)."""
@@ -228,7 +254,7 @@ class Handlers:
         table = render.library_rows(rows)
         choices = document_options(rows)
         snapshot = self.ws.progress(doc_id)
-        progress = render.progress_html(snapshot) if rows else render.empty_library_html()
+        progress = self._progress_html(rows, doc_id)
         seen = seen or {}
         if choices == seen.get("choices"):
             choices_out = gr.skip()
@@ -239,7 +265,7 @@ class Handlers:
             choices_out = _document_choices(choices)  # an upload may be choosing a document right now
         table_out = table if table != seen.get("table") else gr.skip()
         progress_out = progress if progress != seen.get("progress") else gr.skip()
-        buttons = button_states(snapshot)
+        buttons = ALL_DOCUMENTS_BUTTONS if doc_id == ALL_DOCUMENTS else button_states(snapshot)
         buttons_out = (
             _button_updates(buttons) if buttons != seen.get("buttons") else [gr.skip()] * (3 + len(CHAT_BUTTONS))
         )
@@ -247,7 +273,11 @@ class Handlers:
         return table_out, choices_out, progress_out, state, *buttons_out
 
     def select(self, doc_id):
-        """A document was chosen: its latest conversation, its conversations, its progress (summary cleared)."""
+        """A document was chosen: its latest conversation, its conversations, its progress (summary cleared).
+        All documents: an empty chat whose questions go to every ready document (kept in no conversation)."""
+        if doc_id == ALL_DOCUMENTS:
+            hint = self._progress_html(self.ws.library(), ALL_DOCUMENTS)
+            return [], {"doc_id": ALL_DOCUMENTS, "conversation_id": None}, gr.update(choices=[], value=None), hint, ""
         if not doc_id:
             hint = render.empty_library_html() if not self.ws.library() else render.progress_html(None)
             return [], {"doc_id": None, "conversation_id": None}, gr.update(choices=[], value=None), hint, ""
@@ -303,7 +333,10 @@ class Handlers:
         question = (question or "").strip()
         if not question:
             raise ValueError("type a question first")
-        state = self._open_turn(doc_id, QUESTION, question, chat, answer)
+        if doc_id == ALL_DOCUMENTS:
+            state = self._open_library_turn(question, history, answer)
+        else:
+            state = self._open_turn(doc_id, QUESTION, question, chat, answer)
         waiting = PENDING_ANSWER if self.ws.model_loaded() else PENDING_FIRST_ANSWER
         shown = [*(history or []), {"role": "user", "content": question}, {"role": "assistant", "content": waiting}]
         return shown, "", state
@@ -317,6 +350,14 @@ class Handlers:
         turn = self.ws.open_turn(doc_id, kind, text, conversation_id)
         return {**self._chat_state(doc_id, conversation_id), "turn": turn}
 
+    def _open_library_turn(self, question: str, history, answer: tuple) -> dict:
+        """A question to All documents: its turn, and the chat as shown before it (no conversation holds it)."""
+        self.ws.check_answers(answers_from_values(answer))
+        if self.ws.ready_count() < 1:
+            raise ValueError("no document is ready yet; ask when one is read")
+        turn = self.ws.open_turn(ALL_DOCUMENTS, QUESTION, question, None)
+        return {"doc_id": ALL_DOCUMENTS, "conversation_id": None, "turn": turn, "earlier": list(history or [])}
+
     def ask(self, chat, *answer):
         """Stream the answer to the question show_question put in the chat, with the Settings tab's answer
         choices (`answer`: values in ANSWER_NAMES order); once it is stored, the chat shows it as stored."""
@@ -324,6 +365,9 @@ class Handlers:
         turn = self.ws.turns.start(turn_id)
         if turn is None:  # stopped before it started: Stop stored it and shows it
             yield gr.skip(), gr.skip(), gr.skip()
+            return
+        if turn.doc_id == ALL_DOCUMENTS:
+            yield from self._ask_library(turn_id, turn, chat, answer)
             return
         earlier = _chat(self.ws.messages(turn.conversation_id))
         asked = {"role": "user", "content": turn.text}
@@ -355,6 +399,36 @@ class Handlers:
             yield history, self._chat_state(turn.doc_id, turn.conversation_id), gr.skip()
             return
         yield self._stored_chat(turn.doc_id, conversation_id)
+
+    def _ask_library(self, turn_id: str, turn, chat: dict, answer: tuple):
+        """The answer of All documents, streamed under the chat as it was; its sources name their documents."""
+        earlier = list((chat or {}).get("earlier") or [])
+        asked = {"role": "user", "content": turn.text}
+        state = {"doc_id": ALL_DOCUMENTS, "conversation_id": None}
+        text, stats = "", None
+        try:
+            pieces, stats = self.ws.ask_library(turn.text, answers_from_values(answer))
+            try:
+                for piece in pieces:
+                    if turn.stopped:
+                        break
+                    text += piece
+                    yield [*earlier, asked, {"role": "assistant", "content": text}], chat, gr.skip()
+            finally:
+                pieces.close()
+        except USER_ERRORS as exc:
+            yield [*earlier, asked, _not_done("Not answered", exc)], state, gr.skip()
+            return
+        finally:
+            self.ws.turns.finish(turn_id, None)
+        message = sources.chat_message(
+            "assistant",
+            text.strip() or EMPTY_ANSWER,
+            sources.library_citations(stats.citations),
+            stopped=turn.stopped,
+            answerable=stats.answerable,
+        )
+        yield [*earlier, asked, message], state, gr.skip()
 
     def ask_api(self, doc_id, question, chat, *answer):
         """The /ask API: (chat, question box, chat state, conversations) as the question is shown and answered."""
@@ -417,10 +491,12 @@ class Handlers:
     @user_errors
     def open_source(self, event: gr.SelectData, doc_id):
         """A source under an answer was clicked: open "What the model kept" just before the sentence quoted from
-        that place, which the view marks (at the place's first token when the sentence is not found)."""
+        that place, which the view marks (at the place's first token when the sentence is not found). A source of
+        an answer from All documents opens its own document there (the Document selector stays as it is)."""
         token, quote = sources.source_reference(event.value)
-        place = self.ws.source_place(doc_id, token, quote)
-        return place["start"], gr.update(selected=KEPT_TAB), place["quoted"]
+        shown = sources.source_document(event.value) if doc_id == ALL_DOCUMENTS else None
+        place = self.ws.source_place(shown or doc_id, token, quote)
+        return place["start"], gr.update(selected=KEPT_TAB), place["quoted"], shown
 
     @user_errors
     def show_summary_request(self, doc_id, history, chat, *answer):
@@ -497,9 +573,14 @@ class Handlers:
 
     # -- what the model kept -----------------------------------------------------------------------
     @user_errors
-    def show_kept(self, doc_id, layer, head, start, size, x_axis, quoted=None):
+    def show_kept(self, doc_id, layer, head, start, size, x_axis, quoted=None, viewed=None):
         """The kept-token view of the chosen window. A value out of range, or a document not ready, is one line in
-        the caption (the inputs keep their values and show no error); the inputs' labels give their real ranges."""
+        the caption (the inputs keep their values and show no error); the inputs' labels give their real ranges.
+        With All documents chosen, the view shows `viewed`, the document of the source last opened."""
+        if doc_id == ALL_DOCUMENTS:
+            doc_id = viewed
+            if not doc_id:
+                return ("Open a source under an answer to see its document here.", "", "", *[gr.skip()] * 9)
         if not doc_id:
             return ("Choose a document to see what the model kept of it.", "", "", *[gr.skip()] * 9)
         try:
@@ -529,7 +610,7 @@ class Handlers:
     def reset_kept(self, doc_id):
         """Another document was chosen: its view starts at its first token, page 1, the old window and the marked
         quote cleared."""
-        return 0, 1, "", "", "", None
+        return 0, 1, "", "", "", None, None
 
     def shift_window(self, start, size, direction: int):
         return max(0, int(start or 0) + direction * int(size or 0))

@@ -146,6 +146,61 @@ def empty_library_html() -> str:
     return f'<div class="ip-progress ip-empty"><div class="ip-progress-text">{escape(EMPTY_LIBRARY)}</div></div>'
 
 
+def library_progress_text(batch: list[dict]) -> str:
+    """The library's progress while several files are read: '3 of 10 documents read (1 not read), 2 reading,
+    about 4 min left'; "" for a single file (its own line says everything)."""
+    if len(batch) < 2:
+        return ""
+    finished = [job for job in batch if job["status"] not in ("queued", "counting", "reading")]
+    failed = sum(1 for job in finished if job["status"] in ("failed", "cancelled"))
+    reading = [job for job in batch if job["status"] in ("counting", "reading")]
+    waiting = sum(1 for job in batch if job["status"] == "queued")
+    text = f"Library: {len(finished)} of {len(batch)} documents done" + (f" ({failed} not read)" if failed else "")
+    if reading:
+        text += f"; reading {', '.join(job['name'] for job in reading)}"
+    if waiting:
+        text += f"; {waiting} waiting"
+    left = _library_seconds_left(batch)
+    if left is not None:
+        text += f"; about {duration(left)} left"
+    return text
+
+
+def _library_seconds_left(batch: list[dict]) -> float | None:
+    """From the reading speed of the batch so far: the tokens left of the documents counted, and the mean length of
+    the documents done for those not yet counted."""
+    rates = [job["tokens_per_second"] for job in batch if job.get("tokens_per_second")]
+    if not rates or all(job["status"] not in ("queued", "counting", "reading") for job in batch):
+        return None
+    known = [job["tokens_total"] for job in batch if job.get("tokens_total")]
+    mean = sum(known) / len(known) if known else 0
+    left = 0.0
+    for job in batch:
+        if job["status"] in ("counting", "reading") and job.get("tokens_total"):
+            left += max(0, job["tokens_total"] - job["tokens_read"])
+        elif job["status"] in ("queued", "counting"):
+            left += mean
+    return left / rates[-1] if left else None
+
+
+def with_library_line(progress: str, batch: list[dict]) -> str:
+    """A progress block with the library's line above it while several files are read."""
+    line = library_progress_text(batch)
+    if not line:
+        return progress
+    block = f'<div class="ip-progress ip-library-line"><div class="ip-progress-text">{escape(line)}</div></div>'
+    return block + progress
+
+
+def all_documents_html(ready: int) -> str:
+    """What "All documents" does, where a document's progress line would be."""
+    text = (
+        f"Questions go to all {ready} ready documents at once: their words find the passages, each document's "
+        "memory points at more, and every source names its document. Summaries are made per document."
+    )
+    return f'<div class="ip-progress ip-all"><div class="ip-progress-text">{escape(text)}</div></div>'
+
+
 def progress_html(snapshot: dict | None) -> str:
     text = escape(progress_text(snapshot))
     if snapshot is None or snapshot["status"] in ("queued", "counting"):

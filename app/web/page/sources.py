@@ -140,7 +140,26 @@ def source_value(citation: dict, answer: str) -> str:
     """What a source's button sends when clicked: the place's first token and the sentence to mark there (the
     one quoted under the answer), as JSON."""
     quote = citation.get("quote") or quoted_part(citation.get("snippet", ""), answer)
-    return json.dumps({"token": int(citation["token"]), "quote": shortened(quote, WHOLE_QUOTE_CHARS)})
+    value = {"token": int(citation["token"]), "quote": shortened(quote, WHOLE_QUOTE_CHARS)}
+    if citation.get("doc_id"):  # an answer from several documents: which one the place is in
+        value["doc_id"] = citation["doc_id"]
+    return json.dumps(value)
+
+
+def source_document(value) -> str | None:
+    """The document a clicked option's place is in, when its answer came from several documents; else None."""
+    text = str(value).strip()
+    try:
+        data = json.loads(text) if text.startswith("{") else {}
+    except json.JSONDecodeError:
+        return None
+    doc_id = data.get("doc_id") if isinstance(data, dict) else None
+    return doc_id if isinstance(doc_id, str) and doc_id else None
+
+
+def library_citations(citations: list[dict]) -> list[dict]:
+    """An answer from several documents' citations, each labelled with its document: 'GPL-3, line 12'."""
+    return [{**c, "label": f"{c['document']}, {c['label']}"} if c.get("document") else c for c in citations]
 
 
 def source_reference(value) -> tuple[int, str]:
