@@ -4,6 +4,7 @@ those named) at once (app/ask/library.py)."""
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import sys
 import time
@@ -96,10 +97,12 @@ def add_worker_options(read: argparse.ArgumentParser) -> None:
 
 
 def reads_library(args: argparse.Namespace) -> bool:
-    """Several paths, a folder, a glob, or workers: a library read (one file alone reads as before)."""
-    if args.workers is not None or args.cluster is not None:
+    """Several paths, a folder, a glob, or workers: a library read. One path that is none of these reads as one
+    document, as before (a missing file, a pipe: its own one-line error)."""
+    if args.workers is not None or args.cluster is not None or len(args.path) > 1:
         return True
-    return len(args.path) > 1 or not Path(args.path[0]).is_file()
+    path = args.path[0]
+    return Path(path).expanduser().is_dir() or (glob.has_magic(path) and not Path(path).exists())
 
 
 def run_read_library(service, args: argparse.Namespace, config, read_line) -> int:
