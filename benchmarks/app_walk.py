@@ -764,6 +764,68 @@ def reading_shot(walk: Walk, name: str, shot: str, when: str) -> None:
     walk.log_text("progress", "#ip-progress")
 
 
+# -- issue 34: a whole library -------------------------------------------------------------------------------------
+LIBRARY_FOLDER = Path("/usr/share/common-licenses")  # real documents every Debian machine has
+LIBRARY_FILES = (
+    "Apache-2.0",
+    "Artistic",
+    "BSD",
+    "CC0-1.0",
+    "GPL-1",
+    "GPL-2",
+    "LGPL-2.1",
+    "LGPL-3",
+    "MPL-1.1",
+    "MPL-2.0",
+)
+LIBRARY_QUESTION = "Which version of the Mozilla Public License is this?"
+
+
+def item11_folder(walk: Walk) -> None:
+    """A folder of 10 files added at once ("Add a whole folder"): the library's progress line while they are read."""
+    folder = walk.scratch / "licenses"
+    folder.mkdir(exist_ok=True)
+    for name in LIBRARY_FILES:
+        shutil.copyfile(LIBRARY_FOLDER / name, folder / f"{name}.txt")
+    walk.open_tab("Library")
+    walk.find("#ip-upload-folder input[type='file']").send_keys(str(folder))
+    wait_for(lambda: "Library:" in walk.text("#ip-progress"), "the library's progress line", 120)
+    walk.shot("item11-folder-queued", "the Library tab just after a folder of 10 licence texts was added", True)
+    walk.log_text("notice", "#ip-notice")
+    walk.log_text("progress", "#ip-progress")
+    wait_for(lambda: re.search(r"Library: [3-9] of 10", walk.text("#ip-progress")), "three documents done", 1800, 5)
+    walk.shot("item11-folder-reading", "the library's progress line with some of the 10 documents read", True)
+    walk.log_text("progress", "#ip-progress")
+    wait_for(lambda: "Library: 10 of 10" in walk.text("#ip-progress"), "all ten read", 3600, 5)
+    walk.shot("item11-folder-done", "the library once the 10 documents are read", True)
+    walk.log_text("progress", "#ip-progress")
+
+
+def item12_all_documents(walk: Walk) -> None:
+    """A question to "All documents", answered in the chat with the document of each source."""
+    walk.pick_option("#ip-document input", "All documents")
+    wait_for(lambda: "All documents" in walk.find("#ip-document input").get_attribute("value"), "All documents", 15)
+    time.sleep(2)
+    walk.open_tab("Chat")
+    walk.scroll_top()
+    walk.ask(LIBRARY_QUESTION)
+    answer = walk.wait_answer(LIBRARY_QUESTION)
+    walk.log.text("answer", answer, limit=4000)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item12-all-documents", "the answer of All documents, its sources named")
+    source = wait_for(
+        lambda: next(b for b in walk.driver.find_elements(By.CSS_SELECTOR, "#ip-chat button") if ", " in b.text),
+        "a source button naming its document",
+        30,
+    )
+    walk.log.line(f"    clicking the first source: {source.text.strip()!r}")
+    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", source)
+    source.click()
+    wait_for(lambda: "starts at" in walk.driver.find_element(By.TAG_NAME, "body").text, "the cited place", 120)
+    time.sleep(2)
+    walk.shot("item12-source-opened", "what the source of an All documents answer opens", full=True)
+
+
 ITEMS: dict[int, Callable[[Walk], None]] = {
     10: item10_first_screen,
     2: item02_research_words,
@@ -775,6 +837,8 @@ ITEMS: dict[int, Callable[[Walk], None]] = {
     7: item07_errors,
     6: item06_state_glitches,
     8: item08_plots,
+    11: item11_folder,
+    12: item12_all_documents,
 }  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
 
 
