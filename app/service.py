@@ -120,7 +120,7 @@ class DocumentService:
             def read_one(path: Path, on_pot) -> ReadReport:
                 return self.read(path, config, model_name, on_progress=on_pot, dtype=dtype)
 
-            done = read_here(read_one, files, progress, on_progress)
+            done = read_here(read_one, files, progress, on_progress, discard=self.delete)
         else:
             from infinipot.app.read.workers import read_on_workers
 

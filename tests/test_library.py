@@ -10,6 +10,7 @@ from tiny_models import write_notes
 from infinipot.app.cli import main
 from infinipot.app.service import DocumentService
 from infinipot.core.config import PotConfig
+from infinipot.ingest import file_fingerprint
 from infinipot.storage.passages import match_query
 from infinipot.storage.store import Store
 
@@ -171,3 +172,25 @@ def test_run_json_reads_one_file_as_before(capsys, tiny_model_dir, tmp_path):
     path = write_notes(tmp_path / "one.txt", lines=20)
     result = run_json(capsys, ["read", str(path), "--model", tiny_model_dir, *POT, "--json"])
     assert "path" not in result and result["tokens"] > 0  # one file keeps the one-document contract
+
+
+def test_a_file_changed_while_it_is_read_is_read_again_as_it_is_now(folder, tiny_model_dir, infinipot_home):
+    service = DocumentService(infinipot_home, device="cpu")
+    zebra = folder / "zebra.txt"
+    appended = []
+
+    def append_once(progress) -> None:
+        if not appended and progress.current.get("zebra.txt"):
+            with zebra.open("a", encoding="utf-8") as handle:
+                handle.write("\nEntry 99: the zebra was renamed Stripes while this file was read.\n")
+            appended.append(True)
+
+    config = PotConfig(pot_size=128, keep_size=48)
+    progress, _, done = service.read_library([str(zebra)], config, tiny_model_dir, on_progress=append_once)
+    (item,) = list(done)
+    assert appended and item.error is None
+    assert any("changed while it was read" in warning for warning in item.report.warnings)
+    (document,) = service.store.documents.all()  # one document, holding the file as it is now
+    assert document.content_hash == file_fingerprint(zebra) and document.tokens == item.report.tokens
+    hits = service.store.passages.search("Stripes", service.model(tiny_model_dir).identity)
+    assert hits and hits[0].document_id == document.id

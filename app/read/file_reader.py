@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from infinipot.app.library.documents import stored_token_ids
@@ -22,7 +22,7 @@ from infinipot.app.read.report import ReadReport
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.pot import Pot
-from infinipot.ingest import Document, file_fingerprint, open_document
+from infinipot.ingest import Document, IngestError, file_fingerprint, open_document
 from infinipot.storage.errors import DamagedFile
 from infinipot.storage.records import DocumentRecord, PotRecord
 
@@ -79,10 +79,12 @@ class FileReader:
         engine.new_reader()  # impossible settings fail here, before anything is recorded
         plan = plan_read(store, path, document, fingerprint, engine, follow)
         warnings: list[str] = [plan.warning] if plan.warning else []
+        created = False
         if plan.pot is not None:
             doc_id, name = plan.document.id, plan.document.name
         else:
             stat = path.stat()
+            created = store.documents.by_hash(fingerprint) is None
             doc = store.documents.record(
                 fingerprint,
                 document.name,
@@ -103,12 +105,19 @@ class FileReader:
                 except DamagedFile as exc:
                     warnings.append(damage_warning(document.name, exc))
         record = store.claim_pot(doc_id, model_name, engine.loaded.pot_key, config.identity(), config.method)
-        return ReadJob(path, document, engine, record, doc_id, name, plan.scope, follow, warnings, started)
+        created = plan.pot is None and created
+        job = ReadJob(path, document, engine, record, doc_id, name, plan.scope, follow, warnings, started, fingerprint)
+        return replace(job, created=created)
 
     def finish(self, job: ReadJob, outcome: ReadOutcome) -> ReadReport:
         """After the pot is stored: the document's token ids and word index (not for a followed log, whose ids
         would go stale at its next growth: they are written when it is first asked), and the report."""
         store = self.library.store
+        if not job.follow and file_fingerprint(job.path) != job.fingerprint:
+            raise FileChangedWhileRead(
+                f"{job.name} changed while it was read; its pot holds it as it was when the read began",
+                job.doc_id if job.created else None,
+            )
         if not job.follow:
             document_record = store.documents.get(job.doc_id)
             token_ids = stored_token_ids(self.library.files, document_record, job.engine.loaded)
@@ -130,6 +139,18 @@ class ReadJob:
     follow: bool
     warnings: list[str]
     started: float  # perf_counter when the read was asked for
+    fingerprint: str  # the file's sha256 when the read began
+    created: bool = False  # the document was new to the library with this read
+
+
+class FileChangedWhileRead(IngestError):
+    """The file's bytes changed during its read: its pot is stored as the file was, and a read now continues it
+    (a text file that grew) or reads the new content. `new_doc_id`: the document this read added to the library
+    (None when it was there before), which a read of the new content makes stale."""
+
+    def __init__(self, message: str, new_doc_id: str | None = None) -> None:
+        super().__init__(message)
+        self.new_doc_id = new_doc_id
 
 
 def damage_warning(name: str, exc: DamagedFile) -> str:

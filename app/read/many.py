@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infinipot.app.library.documents import DocumentNotFound
+from infinipot.app.read.file_reader import FileChangedWhileRead
 from infinipot.app.read.report import ReadReport
 from infinipot.core.errors import InfiniPotError
 from infinipot.ingest import IngestError
@@ -150,10 +151,12 @@ def read_here(
     files: list[Path],
     progress: LibraryProgress,
     on_progress: Callable[[LibraryProgress], None] | None = None,
+    discard: Callable[[str], object] | None = None,
 ) -> Iterator[DocumentDone]:
     """Read the files one after another in this process (`read_one(path, on_pot_progress)` is the service's
     read); each finished document as it completes. A stop (KeyboardInterrupt, or an exception from
-    `on_progress`) propagates after the read under way has kept its work (read/checkpointed.py)."""
+    `on_progress`) propagates after the read under way has kept its work (read/checkpointed.py). `discard`
+    deletes a stale document (read_again_if_changed)."""
     for path in files:
         name = path.name
 
@@ -164,7 +167,7 @@ def read_here(
 
         progress.current[name] = 0
         try:
-            report = read_one(path, on_pot)
+            report = read_again_if_changed(read_one, path, on_pot, discard)
         except FILE_ERRORS as exc:
             progress.current.pop(name, None)
             progress.finished(file_size(path), None)
@@ -175,6 +178,25 @@ def read_here(
         if on_progress is not None:
             on_progress(progress)
         yield DocumentDone(path, report)
+
+
+def read_again_if_changed(
+    read_one: Callable[[Path, Callable | None], ReadReport],
+    path: Path,
+    on_pot,
+    discard: Callable[[str], object] | None = None,
+) -> ReadReport:
+    """read_one, and once more when the file changed while it was read (the second read continues a grown text
+    file's pot, or reads the new content); the report then says so. A document the first read added and the second
+    did not continue is discarded (`discard(doc_id)`): the library keeps the file as it is now, once."""
+    try:
+        return read_one(path, on_pot)
+    except FileChangedWhileRead as exc:
+        report = read_one(path, on_pot)
+        if exc.new_doc_id is not None and exc.new_doc_id != report.doc_id and discard is not None:
+            discard(exc.new_doc_id)
+        report.warnings.insert(0, f"{exc}; read again as it is now")
+        return report
 
 
 def file_size(path: Path) -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from infinipot.app.library.pot_files import pot_from_storage
 from infinipot.app.read.checkpointed import ReadOutcome, mark_read, read_document, skip_tokens, store_pot
-from infinipot.app.read.file_reader import FileReader, ReadJob
+from infinipot.app.read.file_reader import FileChangedWhileRead, FileReader, ReadJob
 from infinipot.app.read.many import FILE_ERRORS, DocumentDone, LibraryProgress, error_line, file_size
 from infinipot.app.read.report import ReadReport
 from infinipot.core.config import PotConfig
@@ -270,6 +270,8 @@ def _collect(ray, reader: FileReader, run: _Running, ref) -> DocumentDone:
         return DocumentDone(run.path, None, line)
     try:
         return DocumentDone(run.path, store_result(reader, run.job, result))
+    except FileChangedWhileRead as exc:  # its pot is stored as the file was: the next read continues or rereads
+        return DocumentDone(run.path, None, f"{exc}; run the read again to read it as it is now")
     except FILE_ERRORS as exc:
         store.pots.release(run.job.record.id, f"interrupted: {error_line(exc)}")
         return DocumentDone(run.path, None, error_line(exc))
