@@ -788,7 +788,8 @@ def item11_folder(walk: Walk) -> None:
     for name in LIBRARY_FILES:
         shutil.copyfile(LIBRARY_FOLDER / name, folder / f"{name}.txt")
     walk.open_tab("Library")
-    walk.find("#ip-upload-folder input[type='file']").send_keys(str(folder))
+    # The folder button's file input is Gradio's, beside the button: the one input that takes folders.
+    walk.find("input[type='file'][webkitdirectory]").send_keys(str(folder))
     wait_for(lambda: "Library:" in walk.text("#ip-progress"), "the library's progress line", 120)
     walk.shot("item11-folder-queued", "the Library tab just after a folder of 10 licence texts was added", True)
     walk.log_text("notice", "#ip-notice")
