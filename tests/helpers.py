@@ -132,9 +132,7 @@ def make_workspace(home: Path, pace: float = 0.0):
     class PacedService(DocumentService):
         answer_pace = 0.0
         tail_pace = 0.0  # after an answer's or a summary's last piece: its sources (or note) come this much later
-        # Set when an answer or summary gave its last piece. A test gives a new Event before each request: a stream
-        # sets the Event there was when it began, so an earlier one ending late never sets the new one.
-        pieces_done = threading.Event()
+        pieces_done = threading.Event()  # set when an answer or summary gave its last piece (a test clears it)
 
         def read(
             self,
@@ -167,13 +165,10 @@ def make_workspace(home: Path, pace: float = 0.0):
             return self._paced(pieces), stats
 
         def _paced(self, pieces):
-            return self._paced_until(pieces, self.pieces_done)
-
-        def _paced_until(self, pieces, done: threading.Event):
             for piece in pieces:
                 time.sleep(self.answer_pace)
                 yield piece
-            done.set()
+            self.pieces_done.set()
             time.sleep(self.tail_pace)
 
     service = PacedService(home, device="cpu")

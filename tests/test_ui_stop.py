@@ -8,8 +8,6 @@ question is in the chat, its answer is not), in the middle of the text, after th
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from browser_page import By, error_badges, normalized, open_page, open_tab, replace_value, visible_text, wait_for
 from helpers import make_workspace, running_app, tiny_settings, wait_until, wait_until_stable
@@ -89,7 +87,7 @@ def test_stop_at_any_moment_leaves_the_page_working(browser, tmp_path, infinipot
             for moment in ANSWER_MOMENTS:
                 question = f"Round {round_}, {moment}: what does the fox do?"
                 browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(question)
-                service.pieces_done = threading.Event()  # this request's (helpers.make_workspace)
+                service.pieces_done.clear()
                 press(browser, "ip-ask")
                 wait_for_moment(browser, service, moment, question)
                 press(browser, "ip-stop")
@@ -99,7 +97,7 @@ def test_stop_at_any_moment_leaves_the_page_working(browser, tmp_path, infinipot
                 assert browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").get_attribute("value") == ""
                 assert any(question in bubble for bubble in shown), (moment, shown)
             for moment in SUMMARY_MOMENTS:
-                service.pieces_done = threading.Event()  # this request's (helpers.make_workspace)
+                service.pieces_done.clear()
                 press(browser, "ip-new-summary")
                 wait_for_moment(browser, service, moment, "Summarize this file")
                 press(browser, "ip-stop")
