@@ -12,6 +12,8 @@ from pathlib import Path
 from textwrap import shorten
 
 from infinipot.app.cli.options import answer_settings
+from infinipot.app.cli.questions import _stream as stream_answer
+from infinipot.app.cli.questions import _warn as warn
 
 
 def add_library_options(ask: argparse.ArgumentParser) -> None:
@@ -45,15 +47,9 @@ def run_ask_library(service, args: argparse.Namespace) -> int:
     question = library_question(args)
     started = time.perf_counter()
     pieces, stats = service.ask_library(question, None if args.all else args.docs, answer_settings(args))
-    text = []
-    for piece in pieces:
-        text.append(piece)
-        if not args.json:
-            print(piece, end="", flush=True)
+    answer = stream_answer(pieces, args.json)
     seconds = time.perf_counter() - started
-    for warning in stats.warnings:
-        print(f"infinipot: warning: {warning}", file=sys.stderr)
-    answer = "".join(text).strip()
+    warn(stats.warnings)
     if args.json:
         first = stats.first_token_seconds
         print(
