@@ -350,19 +350,19 @@ class DocumentService:
         stats.evidence_tokens = sum(len(ids) for ids in to_read)
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         stats.evidence_seconds = time.perf_counter() - started
-        return self._checked(stored, question, sought, to_read, settings, stats, history)
+        return self._checked(stored, question, to_read, settings, stats, history)
 
     def _checked(
         self,
         stored: StoredPot,
         question: str,
-        sought: str,
         passages: list,
         settings: AnswerSettings,
         stats: AskStats,
         history: list[tuple[str, str]],
     ) -> Iterator[str]:
-        """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`."""
+        """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`; a
+        follow-up's sentences are judged after the earlier questions in view (`history`)."""
         verdict = Verdict()
         pieces = grounded_answer(
             stored.engine,
@@ -373,7 +373,7 @@ class DocumentService:
             stats,
             settings.grounding,
             verdict,
-            sought=sought,
+            earlier=" ".join(asked.strip() for asked, _ in history),
             history=history,
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
@@ -382,6 +382,7 @@ class DocumentService:
             stats.answerable = verdict.answerable
             stats.answer_sentence = verdict.sentence.text if verdict.sentence else ""
             stats.written_answer = verdict.written
+            stats.answered_by = verdict.reason
             stats.ranked_sentences = [sentence.text for sentence in verdict.ranked]
             yield piece
 
@@ -546,7 +547,7 @@ class DocumentService:
             stats.citations = library.library_citations(self.library, answering, read, names)
             stats.evidence_tokens = sum(len(c.span.ids) for c in read)
             passages = [list(c.span.ids) for c in read]
-            pieces = self._checked(answering, question, question, passages, settings, stats, [])
+            pieces = self._checked(answering, question, passages, settings, stats, [])
         except BaseException:
             hold.release()
             raise

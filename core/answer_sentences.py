@@ -48,22 +48,30 @@ def split_sentences(text: str) -> list[str]:
     return [" ".join(piece.split()) for piece in pieces]
 
 
-def ranked_sentences(engine, passages: Sequence[str], question: str, most: int = 32) -> list[Sentence]:
+def ranked_sentences(
+    engine, passages: Sequence[str], question: str, most: int = 32, context: str = ""
+) -> list[Sentence]:
     """The passages' sentences ranked by the question's likelihood after each, best first (ties: earlier first).
+    `context`: earlier questions the question follows up (read before it, not scored; Engine.question_likelihoods).
 
-    At most `most` sentences are scored, taken from the last passage first (the passages arrive likeliest last,
-    core.evidence's order "likelihood"), so a long table in a weaker passage cannot crowd out the best one.
+    Each distinct sentence is scored once. At most `most` sentences are scored, taken from the last passage first
+    (the passages arrive likeliest last, core.evidence's order "likelihood"), so a long table in a weaker passage
+    cannot crowd out the best one.
     """
     candidates: list[tuple[int, str]] = []
+    seen: set[str] = set()
     for index in reversed(range(len(passages))):
         for text in split_sentences(passages[index]):
-            if len(candidates) < most:
+            # A sentence twice (passages that overlap, a repeated heading) is scored once: a copy of the best
+            # would hide how far it stands out (core.grounded_answer's `standout`).
+            if len(candidates) < most and text not in seen:
+                seen.add(text)
                 candidates.append((index, text))
     if not candidates:
         return []
     tokenizer = engine.tokenizer
     rows = [tokenizer(text, add_special_tokens=False)["input_ids"][:_SCORED_TOKENS] for _, text in candidates]
-    scores = engine.question_likelihoods(rows, question)
+    scores = engine.question_likelihoods(rows, question, context)
     ranked = [Sentence(text, index, score) for (index, text), score in zip(candidates, scores, strict=True)]
     order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
     return [ranked[i] for i in order]

@@ -196,11 +196,15 @@ class Engine:
             return 1 << 62
         return self.config.pot_size - self.config.keep_size
 
-    def question_likelihoods(self, spans: Sequence[Sequence[int]], question: str) -> list[float]:
+    def question_likelihoods(self, spans: Sequence[Sequence[int]], question: str, context: str = "") -> list[float]:
         """How likely the question is as the one each span alone answers: mean log-probability of its tokens
-        (core.rerank; higher is likelier)."""
+        (core.rerank; higher is likelier). `context`: earlier questions written before it on their own line and
+        not scored, so a follow-up ("What version of it?") is judged as what it asks after them."""
         _, question_ids = self.question_parts(question)
-        return question_likelihoods(self.model, self.opening_pot(), spans, self.rerank_request_ids, question_ids)
+        context_ids = encode(self.tokenizer, context.strip() + "\n") if context.strip() else []
+        return question_likelihoods(
+            self.model, self.opening_pot(), spans, self.rerank_request_ids, question_ids, context_ids
+        )
 
     def opening_pot(self) -> Pot:
         """A pot of the chat template's opening alone, before any document: what passages read without the

@@ -28,9 +28,15 @@ _BATCH_ROWS = 8
 
 @torch.inference_mode()
 def question_likelihoods(
-    model, opening: Pot, spans: Sequence[Sequence[int]], request_ids: list[int], question_ids: list[int]
+    model,
+    opening: Pot,
+    spans: Sequence[Sequence[int]],
+    request_ids: list[int],
+    question_ids: list[int],
+    context_ids: Sequence[int] = (),
 ) -> list[float]:
-    """The mean log-probability of `question_ids` after opening + span + `request_ids`, for each span.
+    """The mean log-probability of `question_ids` after opening + span + `request_ids` (+ `context_ids`, which
+    are read but not scored: an earlier question a follow-up leans on), for each span.
 
     `opening`: a pot of the chat template's opening alone (Engine.opening_pot); it is not changed.
     """
@@ -39,7 +45,9 @@ def question_likelihoods(
     device = opening.keys[0].device
     scores: list[float] = []
     for first in range(0, len(spans), _BATCH_ROWS):
-        rows = [list(span) + request_ids + question_ids for span in spans[first : first + _BATCH_ROWS]]
+        rows = [
+            list(span) + request_ids + list(context_ids) + question_ids for span in spans[first : first + _BATCH_ROWS]
+        ]
         scores += _batch_scores(model, opening, rows, len(question_ids), device)
     return scores
 

@@ -569,6 +569,24 @@ def test_question_likelihoods_of_a_padded_batch_equal_a_plain_forward_over_each_
     assert len(set(round(s, 4) for s in scores)) > 1  # the spans are told apart
 
 
+def test_a_follow_up_is_scored_alone_after_the_earlier_question_it_leans_on():
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
+    spans = [random_ids(length, seed=60 + length) for length in (7, 19, 33)]
+    earlier, question = "Under which license is this manual distributed?", "What version of it?"
+    scores = engine.question_likelihoods(spans, question, context=earlier)
+    _, question_ids = engine.question_parts(question)
+    context_ids = encode(engine.tokenizer, earlier + "\n")
+    expected = []
+    with torch.no_grad():
+        for span in spans:
+            ids = engine.prefix_ids + span + engine.rerank_request_ids + context_ids + question_ids
+            logits = engine.model(torch.tensor([ids])).logits[0].float()  # (T, V)
+            logprobs = torch.log_softmax(logits[-len(question_ids) - 1 : -1], dim=-1)  # (q, V): the follow-up only
+            expected.append(logprobs.gather(1, torch.tensor(question_ids)[:, None]).mean().item())
+    assert scores == pytest.approx(expected, abs=1e-4)
+    assert scores != pytest.approx(engine.question_likelihoods(spans, question), abs=1e-4)  # the context counts
+
+
 class ScoredEngine:
     """Stands in for Engine.question_likelihoods with a fixed score per span (its first token)."""
 

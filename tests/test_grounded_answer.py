@@ -1,7 +1,8 @@
-"""The answer-making rules (core.grounded_answer) on a tiny model: when the written answer agrees with the sentence
-the judge picks (most content words it adds are in that sentence), the answer is that sentence; otherwise the
-answer says plainly that no direct answer was found, quoting the closest sentence. The judge's scores and the
-writer's text are set by hand, so each rule is tested on its own."""
+"""The answer-making rules (core.grounded_answer) on a tiny model: a best sentence that stands out from the next
+and holds the kind of thing asked is the answer, without the writer; otherwise, when the written answer agrees
+with a sentence the judge picks (most content words it adds are in that sentence), the answer is that sentence;
+otherwise the answer says plainly that no direct answer was found, quoting the closest sentence. The judge's
+scores and the writer's text are set by hand, so each rule is tested on its own."""
 
 from __future__ import annotations
 
@@ -25,30 +26,39 @@ def engine():
     return Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=64))
 
 
-def judged(engine, monkeypatch, written: str, best: str):
-    """The writer writes `written`; the judge finds the question likeliest after `best` (and after no text the
-    least)."""
+def judged(engine, monkeypatch, written: str, best: str, lead: float = 0.5) -> list[str]:
+    """The writer writes `written`; the judge finds the question likeliest after `best`, `lead` less likely after
+    every other sentence (below the default standout unless given), and least likely after no text. Returns the
+    questions the writer was asked, as they are asked."""
+    asked: list[str] = []
+    judged_after.clear()
 
     def answer(pot, question, decoding=None, stats=None, **kwargs):
+        asked.append(question)
         if stats is not None:
             stats.ttft_seconds, stats.token_ids = 0.01, encode(engine.tokenizer, written)
         return iter([written])
 
-    def likelihoods(rows, question):
+    def likelihoods(rows, question, context=""):
+        judged_after.append((context, question))
         texts = [engine.tokenizer.decode(row) for row in rows]
-        return [0.0 if text.strip() == best else (-9.0 if not text else -3.0) for text in texts]
+        return [0.0 if text.strip() == best else (-9.0 if not text else -lead) for text in texts]
 
     monkeypatch.setattr(engine, "answer", answer)
     monkeypatch.setattr(engine, "question_likelihoods", likelihoods)
+    return asked
 
 
-def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES):
+def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES, earlier=""):
     config = config or GroundingConfig()
     verdict, stats = Verdict(), AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in passages]
-    text = "".join(grounded_answer(engine, None, question, ids, None, stats, config, verdict))
+    text = "".join(grounded_answer(engine, None, question, ids, None, stats, config, verdict, earlier=earlier))
     return text, verdict, stats
 
+
+# (context, question) of each call to the judge in the last ask
+judged_after: list[tuple[str, str]] = []
 
 BEST = "Permission is granted under the GNU Free Documentation License, Version 1.3."
 
@@ -85,6 +95,55 @@ def test_an_answer_that_adds_nothing_to_the_question_is_not_an_answer(engine, mo
     assert not verdict.answerable and text.startswith(NOT_ANSWERED)
 
 
+def test_a_best_sentence_that_stands_out_and_holds_what_is_asked_answers_without_the_writer(engine, monkeypatch):
+    asked = judged(engine, monkeypatch, "It is the GNU General Public License.", BEST, lead=0.75)
+    text, verdict, stats = ask(engine)
+    assert text == BEST and verdict.answerable and verdict.reason == "standout" and verdict.standout == 0.75
+    assert asked == [] and verdict.written == ""  # the writer never ran: its invention cannot show
+    assert engine.tokenizer.decode(stats.token_ids) == BEST and stats.stopped_by == "end"
+    # Just under the setting, the writer decides; its invention makes it "not found".
+    judged(engine, monkeypatch, "It is the GNU General Public License.", BEST, lead=0.74)
+    text, verdict, _ = ask(engine)
+    assert not verdict.answerable and verdict.reason == "none" and text.startswith(NOT_ANSWERED)
+    # The rule can be turned off.
+    judged(engine, monkeypatch, "It is the GNU General Public License.", BEST, lead=3.0)
+    assert not ask(engine, config=GroundingConfig(standout=None))[1].answerable
+
+
+def test_a_best_sentence_without_the_kind_of_thing_asked_is_no_answer_however_far_it_stands_out(engine, monkeypatch):
+    # "How many" asks for a number: the best sentence is about the manual's pages but holds no number.
+    passages = ["The manual is long. It is printed on green paper and has many pages."]
+    best = "It is printed on green paper and has many pages."
+    question = "How many pages does the manual have?"
+    asked = judged(engine, monkeypatch, "It has 300 pages.", best, lead=5.0)
+    text, verdict, _ = ask(engine, question=question, passages=passages)
+    assert asked and not verdict.answerable and text.startswith(NOT_ANSWERED)
+    # Nor does the writer's agreement make it an answer: every word written is in the sentence, but no number is.
+    judged(engine, monkeypatch, "It is printed on green paper.", best, lead=5.0)
+    text, verdict, _ = ask(engine, question=question, passages=passages)
+    assert not verdict.answerable and verdict.reason == "none"
+
+
+def test_a_follow_up_is_judged_after_the_earlier_question_and_must_add_to_both(engine, monkeypatch):
+    judged(engine, monkeypatch, "", BEST, lead=1.0)
+    earlier = "Under which license is this manual distributed?"
+    text, verdict, _ = ask(engine, question="What version of it?", earlier=earlier)
+    assert judged_after and all(call == (earlier, "What version of it?") for call in judged_after)
+    assert verdict.reason == "standout" and text == BEST  # "1.3" is what neither question says
+    # A version the earlier question already gave is nothing new.
+    judged(engine, monkeypatch, "", BEST, lead=1.0)
+    text, verdict, _ = ask(engine, question="What version of it?", earlier="Is the License at Version 1.3?")
+    assert not verdict.answerable
+
+
+def test_a_sentence_met_twice_is_judged_once(engine, monkeypatch):
+    # Overlapping passages hold the best sentence twice; a copy must not be the "next best" it stands out from.
+    judged(engine, monkeypatch, "Something else.", BEST, lead=1.0)
+    text, verdict, _ = ask(engine, passages=[PASSAGES[1], PASSAGES[1], PASSAGES[0]])
+    assert [s.text for s in verdict.ranked].count(BEST) == 1
+    assert verdict.reason == "standout" and text == BEST
+
+
 def test_the_sentence_style_answers_with_the_sentence_and_free_with_the_written_text(engine, monkeypatch):
     judged(engine, monkeypatch, "It is the GPL.", BEST)
     assert ask(engine, config=GroundingConfig(style="sentence"))[0] == BEST
@@ -112,6 +171,8 @@ def test_grounding_settings_are_checked():
         GroundingConfig(sentences=0)
     with pytest.raises(ValueError, match="agreement"):
         GroundingConfig(agreement=0.0)
+    with pytest.raises(ValueError, match="standout"):
+        GroundingConfig(standout=-0.1)
 
 
 def test_sentences_split_at_stops_blank_lines_and_the_lines_of_long_tables():

@@ -3,11 +3,13 @@ through the app's Python API (DocumentService.ask) with one answer-grounding set
 
     python -m benchmarks.devset.grounded [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
         [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--margin 0.9|none]
+        [--standout 0.75|none]
         [--sets answerable,unanswerable,followups,paraphrases] [--pointer retrieval-heads|later-layers]
         [--words-per-attention N] [--words-lead-score S] [--threads 2] [--report-only]
 
-Each run is named by its setting (`checked@0.9`, `free@none`, ...). One JSON line per answer is appended to
-<out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a table per run:
+Each run is named by its setting (`checked+standout0.75@none`, `checked@0.9`, `free@none`, ...). One JSON line
+per answer is appended to <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a
+table per run:
 
 - answerable questions (questions.jsonl): correct (score.is_correct on the answer text), split into stated (an
   answer given as the document's) and in the closest passage (an answer marked `answerable: false` that quotes
@@ -41,8 +43,10 @@ RESULTS = HERE / "results" / "grounded"
 SETS = ("answerable", "unanswerable", "followups", "paraphrases")
 
 
-def run_label(style: str, margin: float | None) -> str:
-    return f"{style}@{'none' if margin is None else f'{margin:g}'}"
+def run_label(style: str, margin: float | None, standout: float | None = None) -> str:
+    """`style@margin`, with `+standoutG` after a checked style whose best sentence may answer alone."""
+    lead = f"+standout{standout:g}" if style == "checked" and standout is not None else ""
+    return f"{style}{lead}@{'none' if margin is None else f'{margin:g}'}"
 
 
 def _ask(service, doc_id, question, settings, conversation_id=None, record=False) -> dict:
@@ -54,6 +58,7 @@ def _ask(service, doc_id, question, settings, conversation_id=None, record=False
         "answerable": stats.answerable,
         "answer_sentence": stats.answer_sentence,
         "written": stats.written_answer,
+        "answered_by": stats.answered_by,
         "ranked": stats.ranked_sentences,
         "snippets": [c.get("snippet") or "" for c in stats.citations],
         "quote": (stats.citations[0].get("quote") if stats.citations else "") or "",
@@ -74,7 +79,8 @@ def answer_all(args, label: str) -> None:
     from infinipot.core.grounded_answer import GroundingConfig
 
     settings = AnswerSettings()
-    settings = replace(settings, grounding=GroundingConfig(style=args.style, answerable_margin=args.margin))
+    grounding = GroundingConfig(style=args.style, answerable_margin=args.margin, standout=args.standout)
+    settings = replace(settings, grounding=grounding)
     pointing = {
         "pointer": args.pointer,
         "words_per_attention": args.words_per_attention,
@@ -194,6 +200,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--style", default="checked")
     parser.add_argument("--margin", default="default", help="a number, 'none' (never abstain) or 'default'")
+    parser.add_argument("--standout", default="default", help="a number, 'none' (always ask the writer) or 'default'")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--pointer", help="whose attention points at the passages (EvidenceConfig's default)")
     parser.add_argument("--words-per-attention", type=int, help="how the two rankings interleave (the default)")
@@ -207,9 +214,13 @@ def main() -> None:
         args.margin = GroundingConfig().answerable_margin
     else:
         args.margin = None if args.margin == "none" else float(args.margin)
+    if args.standout == "default":
+        args.standout = GroundingConfig().standout
+    else:
+        args.standout = None if args.standout == "none" else float(args.standout)
     args.sets = [s for s in args.sets.split(",") if s]
     if not args.report_only:
-        answer_all(args, run_label(args.style, args.margin))
+        answer_all(args, run_label(args.style, args.margin, args.standout))
     print(report(args).split("## Every answer")[0])
 
 

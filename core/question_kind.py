@@ -1,0 +1,90 @@
+"""What kind of thing a question asks for, and whether a sentence holds one that the question does not already name.
+
+A sentence the judge ranks first can be about the question's subject without answering it: "How many steps does
+the Gull Head lighthouse have?" is likeliest after "Above the village, on the headland called Gull Head, stood the
+lighthouse...", which holds no number. Question-answering systems check an answer's type against the question's
+(a number for "how many", a name for "who"); here the check is on the words a sentence adds to the question
+(core.grounding.unsupported_words), so a number or name the question itself gives does not count.
+
+Kinds, from the question's wording (English):
+- number: how many / much / long / high / often / old / far / big / large / tall, what percentage or number;
+- version: which / what version, since which (release);
+- date: when, what date / year / day / month / time;
+- person: who, whom, whose;
+- anything else: the sentence must add some content word.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .grounding import unsupported_words
+
+_NUMBER = re.compile(
+    r"\bhow\s+(many|much|long|high|often|old|far|big|large|tall|wide|deep|heavy)\b"
+    r"|\bwhat\s+(percentage|number|size|amount)\b",
+    re.IGNORECASE,
+)
+_VERSION = re.compile(r"\b(which|what)\s+version\b|\bsince\s+which\b", re.IGNORECASE)
+_DATE = re.compile(r"^\s*when\b|\bwhat\s+(date|year|day|month|time)\b", re.IGNORECASE)
+_PERSON = re.compile(r"\b(who|whom|whose)\b", re.IGNORECASE)
+
+_NUMBER_WORDS = frozenset(
+    """
+    one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen
+    eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion dozen
+    once twice thrice half quarter none single double
+    """.split()
+)
+_MONTHS = frozenset(
+    """
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday
+    today yesterday tomorrow
+    """.split()
+)
+
+
+def question_kind(question: str) -> str:
+    """ "number", "version", "date", "person" or "other" (the module's docstring)."""
+    if _VERSION.search(question):
+        return "version"
+    if _NUMBER.search(question):
+        return "number"
+    if _DATE.search(question):
+        return "date"
+    if _PERSON.search(question):
+        return "person"
+    return "other"
+
+
+# A number, version or date as written: "25", "91%", "8000ms", "4.19.0", "v3.14.2", "2024-11-14"; not a name that
+# holds a digit ("Libtasn1", "globs2").
+_NUMERIC = re.compile(r"^[v#$€£]?\d", re.IGNORECASE)
+
+
+def _has_numeral(words: list[str]) -> bool:
+    return any(_NUMERIC.match(word) for word in words)
+
+
+def _parts(words: list[str]) -> set[str]:
+    return {part.lower() for word in words for part in re.split(r"[-_./']", word) if part}
+
+
+def holds_kind(sentence: str, question: str, earlier: str = "") -> bool:
+    """Whether `sentence` adds to `question` (and to the `earlier` questions it follows up) a word of the kind the
+    question asks for (any content word for questions of no particular kind)."""
+    added = unsupported_words(sentence, [question, earlier])
+    if not added:
+        return False
+    kind = question_kind(question)
+    if kind == "number":
+        return _has_numeral(added) or bool(_parts(added) & _NUMBER_WORDS)
+    if kind == "version":
+        return _has_numeral(added)
+    if kind == "date":
+        return _has_numeral(added) or bool(_parts(added) & _MONTHS)
+    if kind == "person":
+        # A name (a capitalised word the question does not use) or an address to write to.
+        return any(word[:1].isupper() for word in added) or "@" in sentence or " at " in sentence
+    return True

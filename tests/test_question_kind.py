@@ -1,0 +1,51 @@
+"""What a question asks for (core.question_kind), and whether a sentence adds one the question does not name."""
+
+from __future__ import annotations
+
+import pytest
+
+from infinipot.core.question_kind import holds_kind, question_kind
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How many steps does the Gull Head lighthouse have?", "number"),
+        ("Within how many days must a violation be cured?", "number"),
+        ("How often does the light flash?", "number"),
+        ("Which version of Libtasn1 does this manual describe?", "version"),
+        ("Since which version of libtasn1 does asn1_perror exist?", "version"),
+        ("When does the TLS certificate expire?", "date"),
+        ("Who wrote the Shared MIME-info Database specification?", "person"),
+        ("To whom was the map delivered?", "person"),
+        ("Which license covers this manual?", "other"),
+        ("What does asn1_create_element do?", "other"),
+    ],
+)
+def test_the_kind_of_a_question_comes_from_its_wording(question, kind):
+    assert question_kind(question) == kind
+
+
+def test_a_number_must_be_one_the_question_does_not_give():
+    question = "How many steps does the Gull Head lighthouse have?"
+    assert not holds_kind("Above the village, on the headland called Gull Head, stood the lighthouse.", question)
+    assert holds_kind("The lighthouse has 112 steps.", question)
+    assert holds_kind("She climbed the hundred and twelve steps.", question)
+    assert not holds_kind("How many steps? 3 steps.", "How many of the 3 steps?")  # 3 is the question's own
+
+
+def test_versions_dates_and_people():
+    assert holds_kind("This manual is for GNU Libtasn1 (version 4.19.0).", "Which version does this manual describe?")
+    assert not holds_kind("This manual is for GNU Libtasn1.", "Which version does this manual describe?")
+    assert holds_kind("The certificate expires in March.", "When does the certificate expire?")
+    assert not holds_kind("The certificate is renewed by the team.", "When does the certificate expire?")
+    who = "Who wrote the specification?"
+    assert holds_kind("The specification was written by Thomas Leonard.", who)
+    assert holds_kind("Write to tal197 at users.sf.net about the specification.", who)
+    assert not holds_kind("The specification was written carefully.", who)
+
+
+def test_any_other_question_needs_a_content_word_of_the_sentence_own():
+    question = "Which license covers this manual?"
+    assert holds_kind("The GNU Free Documentation License covers this manual.", question)
+    assert not holds_kind("This manual: which license covers it?", question)
