@@ -827,6 +827,33 @@ def item12_all_documents(walk: Walk) -> None:
     walk.shot("item12-source-opened", "what the source of an All documents answer opens", full=True)
 
 
+FOLLOW_UP = "What version of it?"
+HEADER_QUESTION = "What is the name of the library's header file?"
+
+
+def item13_trusted_answers(walk: Walk) -> None:
+    """Issue 32's chat on libtasn1.pdf: the license question, its follow-up, a question the manual answers, and
+    "Summarize this file", each answer with its first quote."""
+    walk.chat_about(PDF)
+    for number, question in enumerate((LICENSE_QUESTION, FOLLOW_UP, HEADER_QUESTION), start=1):
+        walk.ask(question)
+        answer = walk.wait_answer(question)
+        walk.log.text(f"answer {number}", answer, limit=4000)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item13-chat", "the three answers in one conversation, each with its quote")
+    walk.press("Summarize this file")
+    summary = wait_stable(
+        walk.chat,
+        lambda text: "Main points" in text and not walk.busy("#ip-chat"),
+        "the summary",
+        settle=5,
+        timeout=ANSWER_SECONDS,
+    )
+    walk.log.text("summary", summary.rsplit(HEADER_QUESTION, 1)[-1], limit=4000)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item13-summary", "the summary after the answers")
+
+
 ITEMS: dict[int, Callable[[Walk], None]] = {
     10: item10_first_screen,
     2: item02_research_words,
@@ -840,6 +867,7 @@ ITEMS: dict[int, Callable[[Walk], None]] = {
     8: item08_plots,
     11: item11_folder,
     12: item12_all_documents,
+    13: item13_trusted_answers,
 }  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
 
 

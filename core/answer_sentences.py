@@ -16,6 +16,11 @@ from dataclasses import dataclass
 
 # A sentence ends at . ! ? (with closing quotes or brackets) before whitespace, or at a blank line.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n")
+# Titles and abbreviations whose stop ends no sentence: "Dr. Nadia Fenn", "St. Aubin", "e.g. the log".
+_ABBREVIATION_END = re.compile(
+    r"(?:^|\s)(?:Dr|Mr|Mrs|Ms|Mme|Prof|Capt|Gen|Col|Lt|Sgt|Rev|Sr|Jr|St|Mt|No|Nos|Fig|Vol|vs|cf|approx|"
+    r"e\.g|i\.e)\.$"
+)
 # A "sentence" longer than this many words is a table, a listing or log lines: it is cut at its line breaks.
 _LONGEST_WORDS = 60
 # A line that starts with a date, a time or a section number ("2024-11-14T06:03", "12:00", "3.1") or a list mark
@@ -32,12 +37,25 @@ class Sentence:
     score: float  # mean log-probability of the question's tokens after it (higher is likelier)
 
 
+def _joined_after_abbreviations(parts: list[str]) -> list[str]:
+    """Sentence pieces with a piece that ends in a title or abbreviation ("Dr.", "e.g.") joined to the next."""
+    joined: list[str] = []
+    for part in parts:
+        if joined and _ABBREVIATION_END.search(joined[-1]):
+            joined[-1] = joined[-1] + " " + part
+        else:
+            joined.append(part)
+    return joined
+
+
 def split_sentences(text: str) -> list[str]:
     """The sentences of a passage, in order, whitespace collapsed. A line that starts with a date, a time, a
-    section number or a list mark starts a sentence (a log line, a table row, a bullet), and a stretch without
-    sentence stops longer than _LONGEST_WORDS words is cut at its line breaks."""
+    section number or a list mark starts a sentence (a log line, a table row, a bullet), a title or abbreviation
+    ("Dr. Nadia Fenn", "e.g. a log") ends none, and a stretch without sentence stops longer than _LONGEST_WORDS
+    words is cut at its line breaks."""
     pieces = []
-    parts = [item for part in _SENTENCE_END.split(text or "") if part for item in _ITEM_START.split(part)]
+    stops = _joined_after_abbreviations([part for part in _SENTENCE_END.split(text or "") if part and part.strip()])
+    parts = [item for part in stops for item in _ITEM_START.split(part)]
     for part in parts:
         if not part or not part.strip():
             continue

@@ -7,7 +7,8 @@ lighthouse...", which holds no number. Question-answering systems check an answe
 (core.grounding.unsupported_words), so a number or name the question itself gives does not count.
 
 Kinds, from the question's wording (English):
-- number: how many / much / long / high / often / old / far / big / large / tall, what percentage or number;
+- number: how many / much / long / high / often / old / far / big / large / tall, what percentage, number or
+  value, numeric;
 - version: which / what version, since which (release);
 - date: when, what date / year / day / month / time;
 - person: who, whom, whose;
@@ -22,7 +23,7 @@ from .grounding import unsupported_words
 
 _NUMBER = re.compile(
     r"\bhow\s+(many|much|long|high|often|old|far|big|large|tall|wide|deep|heavy)\b"
-    r"|\bwhat\s+(percentage|number|size|amount)\b",
+    r"|\bwhat\s+(percentage|number|size|amount)\b|\bnumeric\b|\bwhat\s+(\w+\s+)?value\b",
     re.IGNORECASE,
 )
 _VERSION = re.compile(r"\b(which|what)\s+version\b|\bsince\s+which\b", re.IGNORECASE)
@@ -85,6 +86,9 @@ def holds_kind(sentence: str, question: str, earlier: str = "") -> bool:
     if kind == "date":
         return _has_numeral(added) or bool(_parts(added) & _MONTHS)
     if kind == "person":
-        # A name (a capitalised word the question does not use) or an address to write to.
-        return any(word[:1].isupper() for word in added) or "@" in sentence or " at " in sentence
+        # A name (a capitalised word the question does not use, not the sentence's first word, not a month or a
+        # day) or an address to write to.
+        first = sentence.split()[0] if sentence.split() else ""
+        names = [w for w in added if w[:1].isupper() and w != first and w.lower() not in _MONTHS]
+        return bool(names) or "@" in sentence or " at " in sentence
     return True

@@ -178,6 +178,11 @@ def test_grounding_settings_are_checked():
 def test_sentences_split_at_stops_blank_lines_and_the_lines_of_long_tables():
     sentences = split_sentences("One two.  Three?\n\nA heading\nNext line.")
     assert sentences == ["One two.", "Three?", "A heading Next line."]
+    titled = "At the foot of the mountain she met Dr. Nadia Fenn, e.g. a botanist. She smiled."
+    assert split_sentences(titled) == [
+        "At the foot of the mountain she met Dr. Nadia Fenn, e.g. a botanist.",
+        "She smiled.",
+    ]
     log = "\n".join(f"12:00:{i:02d} INFO service {i} ready with no stop at all here" for i in range(8))
     assert len(split_sentences(log)) == 8
 

@@ -13,6 +13,8 @@ from infinipot.core.question_kind import holds_kind, question_kind
         ("How many steps does the Gull Head lighthouse have?", "number"),
         ("Within how many days must a violation be cured?", "number"),
         ("How often does the light flash?", "number"),
+        ("What is the numeric value of ASN1_MAX_NAME_SIZE?", "number"),
+        ("What value was retry_backoff_ms changed to?", "number"),
         ("Which version of Libtasn1 does this manual describe?", "version"),
         ("Since which version of libtasn1 does asn1_perror exist?", "version"),
         ("When does the TLS certificate expire?", "date"),
@@ -43,6 +45,8 @@ def test_versions_dates_and_people():
     assert holds_kind("The specification was written by Thomas Leonard.", who)
     assert holds_kind("Write to tal197 at users.sf.net about the specification.", who)
     assert not holds_kind("The specification was written carefully.", who)
+    # A capitalised first word or a month is no name.
+    assert not holds_kind("Version 0.21 of the specification, last updated 2 October 2018.", who)
 
 
 def test_any_other_question_needs_a_content_word_of_the_sentence_own():
