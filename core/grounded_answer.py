@@ -4,8 +4,8 @@ The passages' sentences are ranked by how likely the question is after each one 
 judge). When the best sentence stands out (the question's likelihood after it exceeds that after the next best by
 `standout`) and it adds to the question something of the kind asked for (core.question_kind: a number for "how
 many", a name for "who"), it is the answer at once, in the document's words. On the development set the judge's
-best sentence holds the answer for 33 of 54 questions; where it stands out by 0.75 it is right 24 times in 27, and
-22 of 24 unanswerable questions get no such sentence (benchmarks/devset/results/grounded).
+best sentence holds the answer for 33 of 54 questions; where it stood out by 0.75 it was right 24 times in 26, and
+22 of 24 unanswerable questions got no such sentence (benchmarks/devset/results/grounded).
 
 Otherwise the model writes an answer from the passages (the writer), and it is compared with the judge's best
 sentences. The 135M model judges far better than it writes: the written answer holds the fact for 22 of 54
