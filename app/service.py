@@ -10,13 +10,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from infinipot.app.ask import across, evidence, library, reread, summary
 from infinipot.app.ask.conversation import cited_answer, recorded_answer
-from infinipot.app.ask.follow_up import NOT_FOUND_TURN, follow_up_query, turns_in_view
+from infinipot.app.ask.follow_up import NOT_FOUND_TURN, STATED_REASONS, follow_up_query, turns_in_view
 from infinipot.app.ask.held import HeldStream
 from infinipot.app.ask.library import LibraryConfig, LibraryStats
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
@@ -272,11 +272,12 @@ class DocumentService:
                 self.require_conversation(conversation_id, stored.doc_id)
             earlier = self.earlier_turns(conversation_id) if conversation_id is not None else []
             history = turns_in_view(question, earlier)
+            carried = self.stated_answers(conversation_id, history) if history else []
             stats = AskStats(load_seconds=time.perf_counter() - started, warnings=list(stored.warnings))
             if record and self.store.read_only:
                 record = False
                 stats.warnings.append(f"the data folder {self.home} is read-only, so this answer is not saved")
-            pieces = self._answer(stored, question, settings, stats, history)
+            pieces = self._answer(stored, question, settings, stats, history, carried)
         except BaseException:
             hold.release()
             raise
@@ -320,6 +321,15 @@ class DocumentService:
                 question = None
         return turns
 
+    def stated_answers(self, conversation_id: int, history: list[tuple[str, str]]) -> list[str]:
+        """The answers of `history` that were sentences of the document (STATED_REASONS), oldest first."""
+        stated = {
+            message.content
+            for message in self.store.conversations.messages(conversation_id)
+            if message.role == "assistant" and (message.meta or {}).get("answered_by") in STATED_REASONS
+        }
+        return [answer for _, answer in history if answer in stated]
+
     def _answer(
         self,
         stored: StoredPot,
@@ -327,10 +337,12 @@ class DocumentService:
         settings: AnswerSettings,
         stats: AskStats,
         history: list[tuple[str, str]] | None = None,
+        carried: list[str] | None = None,
     ) -> Iterator[str]:
         """The answer's pieces in the chosen mode; evidence spans are found before the first piece. With
         `history` (earlier turns), the evidence is sought for the earlier questions and this one together, and
-        the answer sees the turns."""
+        the answer sees the turns; `carried`: the earlier answers given in the document's words, which the
+        follow-up's judge also weighs (core.grounded_answer)."""
         stats.answer_from = settings.answer_from
         engine, pot, decoding = stored.engine, stored.pot, settings.decoding
         history = history or []
@@ -350,7 +362,7 @@ class DocumentService:
         stats.evidence_tokens = sum(len(ids) for ids in to_read)
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         stats.evidence_seconds = time.perf_counter() - started
-        return self._checked(stored, question, to_read, settings, stats, history)
+        return self._checked(stored, question, to_read, settings, stats, history, carried or [])
 
     def _checked(
         self,
@@ -360,6 +372,7 @@ class DocumentService:
         settings: AnswerSettings,
         stats: AskStats,
         history: list[tuple[str, str]],
+        carried: Sequence[str] = (),
     ) -> Iterator[str]:
         """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`; a
         follow-up's sentences are judged after the earlier questions in view (`history`)."""
@@ -375,6 +388,7 @@ class DocumentService:
             verdict,
             earlier=" ".join(asked.strip() for asked, _ in history),
             history=history,
+            carried=carried,
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
         )

@@ -74,6 +74,7 @@ class Engine:
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
         self._boundaries: TokenBoundaries | None = None
         self._sentence_ends: torch.Tensor | None = None
+        self._word_starts: torch.Tensor | None = None
         self._word_keys: torch.Tensor | None = None
         self._banned_word_keys: WordKeys | None = None
         self._opening: Pot | None = None
@@ -107,6 +108,16 @@ class Engine:
                 boundaries = token_boundaries(self.tokenizer, self.vocab_size)
             self._sentence_ends = boundaries.sentence_ends.cpu()
         return self._sentence_ends
+
+    def word_starts(self) -> torch.Tensor:
+        """(V,) bool: the vocabulary entries that begin a word (core.words; "19" after "4." does not), built on
+        first use."""
+        if self._word_starts is None:
+            boundaries = self.boundaries()
+            if boundaries is None:
+                boundaries = token_boundaries(self.tokenizer, self.vocab_size)
+            self._word_starts = boundaries.word_starts.cpu()
+        return self._word_starts
 
     def word_keys(self) -> torch.Tensor:
         """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), built on first use."""

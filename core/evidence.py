@@ -100,6 +100,12 @@ class EvidenceConfig:
     # comes before a numbered list that the model went on writing instead of answering (2 of 5 at depth 0.1
     # in document order).
     order: str = "likelihood"
+    # The spans read (after reranking) take this many whole sentences more on each side, each within
+    # `neighbour_tokens`, without reaching into another span read: a candidate stops where another candidate began,
+    # and a fact in the sentence just before or after ("All numbers are in network (big-endian) order." before
+    # the span about why) was lost when that other candidate was not read. 0: the spans as ranked.
+    neighbour_sentences: int = 1
+    neighbour_tokens: int = 64
 
     def __post_init__(self) -> None:
         if self.budget_tokens < 1:
@@ -130,6 +136,12 @@ class EvidenceConfig:
             raise ValueError(f"span order must be one of {', '.join(SPAN_ORDERS)}, got {self.order!r}")
         if isinstance(self.read_spans, bool) or not isinstance(self.read_spans, int) or self.read_spans < 0:
             raise ValueError(f"spans read must be 0 (every candidate) or more, got {self.read_spans!r}")
+        if isinstance(self.neighbour_sentences, bool) or not (
+            isinstance(self.neighbour_sentences, int) and self.neighbour_sentences >= 0
+        ):
+            raise ValueError(f"neighbour sentences must be 0 or more, got {self.neighbour_sentences!r}")
+        if self.neighbour_tokens < 1:
+            raise ValueError(f"a neighbour sentence must be allowed at least 1 token, got {self.neighbour_tokens}")
         if self.pot_entries is not None and (
             isinstance(self.pot_entries, bool) or not isinstance(self.pot_entries, int) or self.pot_entries < 0
         ):
@@ -430,7 +442,92 @@ def find_evidence(
     # read like any other.
     held_from = until if config.pot_entries is None else document_tokens
     spans = choose_buckets(engine, buckets, document_tokens, fetch, config, held_from=held_from)
-    return most_likely_spans(engine, spans, question, config.read_spans, config.order)
+    read = most_likely_spans(engine, spans, question, config.read_spans, config.order)
+    if not config.neighbour_sentences or not config.read_spans:
+        return read
+    ends, starts = engine.sentence_ends(), engine.word_starts()  # (V,) bool each
+    vocab = ends.shape[0]
+
+    def breaks(before: int, after: int) -> bool:
+        # A stop followed by a word's continuation is inside a number or a name ("4.19.0", "www.gnu"): no break.
+        return before < vocab and bool(ends[before]) and (after >= vocab or bool(starts[after]))
+
+    return with_neighbours(read, document_tokens, fetch, breaks, config)
+
+
+# Sentences (or lines) are taken on a side until they add this many tokens: a line break, a page number or one
+# line of a list is too little to hold what the span lacks.
+_SHORTEST = 24
+
+
+def _edge(ends_at: list[int], limit: int) -> int:
+    """How far to reach, given the distances from a span's edge at which sentences end on that side (ascending):
+    the first at least _SHORTEST away, else the farthest within `limit`; 0 when none is."""
+    within = [distance for distance in ends_at if distance <= limit]
+    return next((distance for distance in within if distance >= _SHORTEST), within[-1] if within else 0)
+
+
+def _sentence_before(start: int, floor: int, fetch, breaks, limit: int) -> int:
+    """Where the whole sentences just before `start` begin (_edge): no earlier than `floor` (the document's start or
+    another span's end, where a sentence may begin)."""
+    window_start = max(floor, start - limit - 1)
+    window = fetch(window_start, start)
+    # A sentence begins at position p when the tokens around p break (a stop, then a new word), or p is the floor.
+    starts = [
+        start - p
+        for p in range(start - 1, window_start, -1)
+        if breaks(window[p - 1 - window_start], window[p - window_start])
+    ]
+    if window_start == floor and start > floor:
+        starts.append(start - floor)
+    return start - _edge(starts, limit)
+
+
+def _sentence_after(end: int, ceiling: int, fetch, breaks, limit: int) -> int:
+    """Where the whole sentences starting at `end` end (_edge): no later than `ceiling` (the document's end or
+    another span's start)."""
+    window_end = min(ceiling, end + limit)
+    window = fetch(end, window_end + 1)  # with the token after, which must begin a new word
+    stops = [
+        p - end
+        for p in range(end + 1, window_end + 1)
+        if p == ceiling or (p - end < len(window) and breaks(window[p - 1 - end], window[p - end]))
+    ]
+    return end + _edge(stops, limit)
+
+
+def with_neighbours(
+    spans: list[Span],
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    breaks: Callable[[int, int], bool],
+    config: EvidenceConfig,
+) -> list[Span]:
+    """The spans read, each with config.neighbour_sentences whole sentences more on each side (each sentence within
+    config.neighbour_tokens), never reaching into another span of the list nor past config.budget_tokens read in
+    all (the likeliest spans, last in the list, grow first); held spans unchanged; same order."""
+    room = config.budget_tokens - sum(len(span) for span in spans if not span.held)
+    grown: dict[int, Span] = {}
+    for span in reversed(spans):
+        if span.held or room <= 0:
+            continue
+        placed = sorted((grown.get(id(other), other) for other in spans), key=lambda other: other.start)
+        index = next(i for i, other in enumerate(placed) if other.start == span.start)
+        floor = placed[index - 1].end if index > 0 else 0
+        ceiling = placed[index + 1].start if index + 1 < len(placed) else document_tokens
+        left, right = span.start, span.end
+        for _ in range(config.neighbour_sentences):
+            before = _sentence_before(left, floor, fetch, breaks, config.neighbour_tokens)
+            if right - before - len(span) <= room:
+                left = before
+            after = _sentence_after(right, ceiling, fetch, breaks, config.neighbour_tokens)
+            if after - left - len(span) <= room:
+                right = after
+        if (left, right) != (span.start, span.end):
+            room -= (right - left) - len(span)
+            ids = tuple(fetch(left, span.start)) + span.ids + tuple(fetch(span.end, right))
+            grown[id(span)] = replace(span, start=left, end=right, ids=ids)
+    return [grown.get(id(span), span) for span in spans]
 
 
 def most_likely_spans(

@@ -37,7 +37,7 @@ from .answer_sentences import Sentence, ranked_sentences
 from .decoding import DecodingConfig, decoding_for
 from .engine import AnswerStats, Engine
 from .grounding import unsupported_words
-from .question_kind import holds_kind
+from .question_kind import holds_kind, question_kind
 
 GROUNDING_STYLES = ("checked", "sentence", "free")
 NOT_ANSWERED = "No direct answer found in the document."
@@ -139,9 +139,19 @@ def _written(engine, pot, question, passages, decoding, stats, history, pot_entr
     )
 
 
+# Words of the closest sentence quoted in a not-found answer: a table or listing taken for one sentence would
+# otherwise fill the answer (the whole sentence is the first source shown under it).
+CLOSEST_WORDS = 40
+
+
 def not_answered(closest: Sentence | None) -> str:
-    """The answer when no direct answer was found: said plainly, with the closest sentence."""
-    return NOT_ANSWERED if closest is None else f"{NOT_ANSWERED} The closest passage: “{closest.text}”"
+    """The answer when no direct answer was found: said plainly, with the closest sentence (its first
+    CLOSEST_WORDS words)."""
+    if closest is None:
+        return NOT_ANSWERED
+    words = closest.text.split()
+    quoted = closest.text if len(words) <= CLOSEST_WORDS else " ".join(words[:CLOSEST_WORDS]) + " …"
+    return f"{NOT_ANSWERED} The closest passage: “{quoted}”"
 
 
 def grounded_answer(
@@ -156,13 +166,17 @@ def grounded_answer(
     *,
     earlier: str = "",
     history: Sequence[tuple[str, str]] = (),
+    carried: Sequence[str] = (),
     pot_entries: int | None = 0,
     question_first: bool = False,
 ) -> Iterator[str]:
     """Stream the checked answer to `question` from the `passages` read (token ids, in the order read);
     `verdict` is filled before the first piece; without passages the written answer streams unchecked.
     `earlier`: the earlier questions a follow-up leans on ("What version of it?"): the judge reads them before the
-    question and scores the question alone (Engine.question_likelihoods' context)."""
+    question and scores the question alone (Engine.question_likelihoods' context). `carried`: earlier answers given
+    in the document's words; when the follow-up asks a number, version, date or name, they are judged with the
+    passages' sentences, since the fact asked for is often in the sentence just quoted ("For how many years had
+    she kept it?"). A question of no particular kind does not weigh them: any earlier sentence adds some word."""
     started = time.perf_counter()
     checked = bool(passages) and not (config.style == "free" and config.answerable_margin is None)
     if not checked:
@@ -172,6 +186,8 @@ def grounded_answer(
         return
     tokenizer = engine.tokenizer
     texts = [tokenizer.decode(list(ids), skip_special_tokens=True) for ids in passages]
+    if carried and question_kind(question) != "other":
+        texts += list(carried)  # last: ranked_sentences takes the last passage's sentences first
     ranked = ranked_sentences(engine, texts, question, config.sentences, earlier)
     verdict.ranked = tuple(ranked)
     verdict.sentence = ranked[0] if ranked else None

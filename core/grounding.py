@@ -33,6 +33,7 @@ FUNCTION_WORDS = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+(?:[-_./'][^\W_]+)*", re.UNICODE)
+_PART_BREAK = re.compile(r"[-_./']")
 
 
 def word_key(word: str) -> str:
@@ -72,6 +73,11 @@ def content_words(text: str) -> list[str]:
     return [word for word in _WORD.findall(text) if word_key(word) not in folded]
 
 
+def word_parts(word: str) -> list[str]:
+    """The parts of a compound word or identifier ("big-endian", "retry_backoff_ms", "libtasn1.h"), as written."""
+    return [part for part in _PART_BREAK.split(word) if part]
+
+
 def unsupported_words(text: str, sources: Iterable[str]) -> list[str]:
     """The content words of `text` that occur in none of `sources` (compared by word_key; a compound such as
     "big-endian" also counts as found when each of its parts is), in order, each once."""
@@ -79,11 +85,11 @@ def unsupported_words(text: str, sources: Iterable[str]) -> list[str]:
     for source in sources:
         for word in _WORD.findall(source):
             found.add(word_key(word))
-            found.update(word_key(part) for part in re.split(r"[-_./']", word) if part)
+            found.update(word_key(part) for part in word_parts(word))
     missing: dict[str, str] = {}
     for word in content_words(text):
         key = word_key(word)
-        parts = [word_key(p) for p in re.split(r"[-_./']", word) if p]
+        parts = [word_key(part) for part in word_parts(word)]
         if key not in found and not all(part in found for part in parts):
             missing.setdefault(key, word)
     return list(missing.values())

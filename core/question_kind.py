@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .grounding import unsupported_words
+from .grounding import unsupported_words, word_parts
 
 _NUMBER = re.compile(
     r"\bhow\s+(many|much|long|high|often|old|far|big|large|tall|wide|deep|heavy)\b"
@@ -69,7 +69,7 @@ def _has_numeral(words: list[str]) -> bool:
 
 
 def _parts(words: list[str]) -> set[str]:
-    return {part.lower() for word in words for part in re.split(r"[-_./']", word) if part}
+    return {part.lower() for word in words for part in word_parts(word)}
 
 
 def holds_kind(sentence: str, question: str, earlier: str = "") -> bool:

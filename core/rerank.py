@@ -43,12 +43,16 @@ def question_likelihoods(
     if not spans or not question_ids:
         return [0.0] * len(spans)
     device = opening.keys[0].device
-    scores: list[float] = []
-    for first in range(0, len(spans), _BATCH_ROWS):
-        rows = [
-            list(span) + request_ids + list(context_ids) + question_ids for span in spans[first : first + _BATCH_ROWS]
-        ]
-        scores += _batch_scores(model, opening, rows, len(question_ids), device)
+    rows = [list(span) + request_ids + list(context_ids) + question_ids for span in spans]
+    # Rows of like length share a batch: padding costs as much as reading (measured on 2 CPU cores: 36% of the
+    # sentences' batch was padding when rows went in their given order).
+    order = sorted(range(len(rows)), key=lambda index: -len(rows[index]))
+    scores = [0.0] * len(rows)
+    for first in range(0, len(order), _BATCH_ROWS):
+        chosen = order[first : first + _BATCH_ROWS]
+        batch_scores = _batch_scores(model, opening, [rows[index] for index in chosen], len(question_ids), device)
+        for index, score in zip(chosen, batch_scores, strict=True):
+            scores[index] = score
     return scores
 
 

@@ -33,6 +33,7 @@ from infinipot.core.evidence import (
     spans_to_read,
     verbatim_tail_start,
     widen,
+    with_neighbours,
     words_per_attention,
 )
 from infinipot.core.model import LoadedModel
@@ -40,6 +41,7 @@ from infinipot.core.prompts import encode
 from infinipot.core.summary import SummaryConfig, blocks_of, is_run_on, main_points, opening_first, summarize_document
 
 STOP = 0  # the token that ends a sentence in the index-level tests
+CONTINUATION = 7  # a token that continues the word before it ("19" after "4.")
 
 
 def ends(token: int) -> bool:
@@ -109,6 +111,51 @@ def test_chosen_spans_carry_the_sentences_after_their_bucket_without_overlap():
     assert best.ids == tuple(document[240:288]) and best.score == pytest.approx(0.5)
     # bucket 34 lies inside the best span: nothing more; bucket 28 grows into it and is trimmed at its start
     assert (earlier.start, earlier.end) == (224, 240)
+
+
+def breaks(before: int, after: int) -> bool:
+    """A sentence's edge between two tokens: a stop, then a new word (CONTINUATION continues the word before)."""
+    return ends(before) and after != CONTINUATION
+
+
+def span_of(document: list[int], start: int, end: int) -> Span:
+    return Span(start, end, tuple(document[start:end]), 1.0, start)
+
+
+def test_spans_read_take_a_whole_sentence_more_on_each_side_without_reaching_into_each_other():
+    document = ([5] * 7 + [0]) * 20  # 160 tokens, a sentence every 8
+    config = EvidenceConfig(neighbour_sentences=1, neighbour_tokens=8)
+
+    def span(start, end, score=1.0, held=False):
+        return Span(start, end, tuple(document[start:end]), score, start + 1, held)
+
+    first, second, held = span(40, 56), span(64, 72, 0.5), span(120, 128, 0.2, held=True)
+    grown = with_neighbours([second, first, held], len(document), fetch_from(document), breaks, config)
+    # Same order; the sentence between `first` and `second` is read once, by `first`; held spans stay.
+    assert [(s.start, s.end) for s in grown] == [(64, 80), (32, 64), (120, 128)]
+    assert all(s.ids == tuple(document[s.start : s.end]) for s in grown[:2])
+    assert grown[1].best == 41 and grown[1].score == 1.0
+    # A sentence longer than neighbour_tokens is not taken, on either side.
+    long = [5] * 11 + [0] + [5] * 8 + [0] + [5] * 11 + [0]  # sentences end at 11, 20 and 32
+    middle = Span(12, 21, tuple(long[12:21]), 1.0, 13)
+    (alone,) = with_neighbours([middle], len(long), fetch_from(long), breaks, config)
+    assert (alone.start, alone.end) == (12, 21)
+    (alone,) = with_neighbours([middle], len(long), fetch_from(long), breaks, replace(config, neighbour_tokens=12))
+    assert (alone.start, alone.end) == (0, 33) and alone.ids == tuple(long)
+    # Short lines (a list, a page number) are taken together until they add 24 tokens or more.
+    lines = [5] * 31 + [0] + ([5] * 9 + [0]) * 6  # a sentence to 31, then lines of 10 tokens to 91
+    (listed,) = with_neighbours([Span(0, 32, tuple(lines[:32]), 1.0, 1)], len(lines), fetch_from(lines), breaks, config)
+    assert (listed.start, listed.end) == (0, 32)  # no line ends within neighbour_tokens (8)
+    roomy = replace(config, neighbour_tokens=64)
+    (listed,) = with_neighbours([Span(0, 32, tuple(lines[:32]), 1.0, 1)], len(lines), fetch_from(lines), breaks, roomy)
+    assert (listed.start, listed.end) == (0, 62)  # three lines: the first stop 24 tokens or more away
+    # A stop inside a number ("4.19.0": the stop, then no new word) is no sentence's edge.
+    version = [5] * 10 + [0, 7] + [5] * 27 + [0] + [5] * 8  # a stop at 10 followed by a continuation (7)
+    (kept,) = with_neighbours([span_of(version, 40, 48)], len(version), fetch_from(version), breaks, roomy)
+    assert (kept.start, kept.end) == (0, 48)  # from the document's start, not from the continuation at 11
+    # The document's edges are sentence edges.
+    (edge,) = with_neighbours([span(8, 16)], 24, fetch_from(document[:24]), breaks, config)
+    assert (edge.start, edge.end) == (0, 24)
 
 
 def test_both_rankings_take_turns_two_word_buckets_to_one_of_attention():
@@ -622,7 +669,8 @@ def test_find_evidence_reads_only_the_spans_the_question_is_likeliest_after():
     document = planted_document(900, at=431)
     pot = engine.read([document])
     question = "Where is it?"
-    small = {"bucket_tokens": 8, "max_span_tokens": 16}  # many short candidates
+    # many short candidates, read as ranked (with_neighbours is tested on its own)
+    small = {"bucket_tokens": 8, "max_span_tokens": 16, "neighbour_sentences": 0}
     every = find_evidence(engine, pot, question, 900, fetch_from(document), EvidenceConfig(read_spans=0, **small), 8)
     read = find_evidence(engine, pot, question, 900, fetch_from(document), EvidenceConfig(read_spans=2, **small), 8)
     in_order = EvidenceConfig(read_spans=2, order="document", **small)

@@ -90,3 +90,35 @@ def test_the_cli_continues_a_conversation_and_the_follow_up_sees_the_earlier_tur
     third = run_json(capsys, ask[:2] + ["What is the passkey?"] + ask[2:] + conversation)
     assert third["conversation_id"] == first["conversation_id"] and seen[-1] == ("What is the passkey?", [])
     expect_one_line_error(capsys, ask[:2] + ["What does it do?"] + ask[2:] + ["--conversation", "999"], "999")
+
+
+def test_a_follow_up_weighs_only_the_earlier_answers_given_in_the_documents_words(
+    tmp_path, infinipot_home, tiny_model_dir, document, monkeypatch
+):
+    from infinipot.app import service as service_module
+    from infinipot.app.service import DocumentService
+
+    carried_seen: list[list[str]] = []
+    reasons = iter(["standout", "none", "free"])
+
+    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+        carried_seen.append(list(kwargs.get("carried", ())))
+        verdict.reason = next(reasons)
+        verdict.answerable = verdict.reason != "none"
+        yield f"answer to {question}"
+
+    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    service = DocumentService(infinipot_home, device="cpu")
+    service.read(document, PotConfig(pot_size=128, keep_size=48), tiny_model_dir)
+    ask = lambda question, cid=None: service.ask(str(document), question, conversation_id=cid)  # noqa: E731
+    pieces, first, _ = ask("Who kept the light?")
+    assert "".join(pieces) == "answer to Who kept the light?" and carried_seen[-1] == []
+    cid = first.conversation_id
+    messages = service.store.conversations.messages(cid)
+    assert messages[-1].meta["answered_by"] == "standout"  # stored with the answer
+    # The follow-up leans on the earlier turn, which was answered in the document's words: it is carried.
+    "".join(ask("For how many years had she kept it?", cid)[0])
+    assert carried_seen[-1] == ["answer to Who kept the light?"]
+    # The last answer found nothing ("none"): a follow-up to it carries nothing.
+    "".join(ask("And how tall is it?", cid)[0])
+    assert carried_seen[-1] == []

@@ -12,7 +12,7 @@ from tiny_models import tiny_loaded
 from infinipot.core.answer_sentences import ranked_sentences, split_sentences
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
-from infinipot.core.grounded_answer import NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
+from infinipot.core.grounded_answer import CLOSEST_WORDS, NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
 from infinipot.core.prompts import encode
 
 PASSAGES = [
@@ -49,11 +49,13 @@ def judged(engine, monkeypatch, written: str, best: str, lead: float = 0.5) -> l
     return asked
 
 
-def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES, earlier=""):
+def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES, earlier="", carried=()):
     config = config or GroundingConfig()
     verdict, stats = Verdict(), AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in passages]
-    text = "".join(grounded_answer(engine, None, question, ids, None, stats, config, verdict, earlier=earlier))
+    text = "".join(
+        grounded_answer(engine, None, question, ids, None, stats, config, verdict, earlier=earlier, carried=carried)
+    )
     return text, verdict, stats
 
 
@@ -134,6 +136,33 @@ def test_a_follow_up_is_judged_after_the_earlier_question_and_must_add_to_both(e
     judged(engine, monkeypatch, "", BEST, lead=1.0)
     text, verdict, _ = ask(engine, question="What version of it?", earlier="Is the License at Version 1.3?")
     assert not verdict.answerable
+
+
+def test_a_follow_up_asking_a_number_or_name_also_weighs_the_sentence_answered_before(engine, monkeypatch):
+    earlier = "Who kept the Gull Head light?"
+    stated = "Ida Marlowe had kept the light for twenty-seven years."
+    passages = ["The lamp burned oil. The tower was painted white."]
+    judged(engine, monkeypatch, "", stated, lead=1.0)
+    text, verdict, _ = ask(engine, "For how many years had she kept it?", None, passages, earlier, carried=[stated])
+    assert verdict.reason == "standout" and text == stated
+    assert stated in [s.text for s in verdict.ranked]
+    # Not weighed for a question of no particular kind: any earlier sentence adds some word to it.
+    judged(engine, monkeypatch, "", stated, lead=1.0)
+    _, verdict, _ = ask(engine, "And what does the lamp burn?", None, passages, earlier, carried=[stated])
+    assert stated not in [s.text for s in verdict.ranked]
+
+
+def test_a_long_closest_sentence_is_quoted_by_its_first_words_in_a_not_found_answer(engine, monkeypatch):
+    table = "Header: " + " ".join(f"4 CARD32 FIELD_{index}_OFFSET" for index in range(20)) + "."
+    judged(engine, monkeypatch, "It is the GNU General Public License.", table)
+    # The judge reads a long sentence's first 64 tokens: rank the table's rows best by their start.
+    texts = lambda rows: [engine.tokenizer.decode(row) for row in rows]  # noqa: E731
+    scores = lambda rows, question, context="": [0.0 if t.startswith("Header") else -0.1 for t in texts(rows)]  # noqa: E731
+    monkeypatch.setattr(engine, "question_likelihoods", scores)
+    text, verdict, _ = ask(engine, passages=[table, PASSAGES[0]])
+    assert not verdict.answerable and verdict.sentence.text == table  # the whole sentence stays the quote shown
+    quoted = text.removeprefix(f"{NOT_ANSWERED} The closest passage: “").removesuffix("”")
+    assert quoted == " ".join(table.split()[:CLOSEST_WORDS]) + " …"
 
 
 def test_a_sentence_met_twice_is_judged_once(engine, monkeypatch):

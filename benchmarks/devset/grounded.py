@@ -5,7 +5,7 @@ through the app's Python API (DocumentService.ask) with one answer-grounding set
         [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--margin 0.9|none]
         [--standout 0.75|none]
         [--sets answerable,unanswerable,followups,paraphrases] [--pointer retrieval-heads|later-layers]
-        [--words-per-attention N] [--words-lead-score S] [--threads 2] [--report-only]
+        [--words-per-attention N] [--words-lead-score S] [--neighbour-sentences N] [--threads 2] [--report-only]
 
 Each run is named by its setting (`checked+standout0.75@none`, `checked@0.9`, `free@none`, ...). One JSON line
 per answer is appended to <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a
@@ -21,8 +21,8 @@ table per run:
 - paraphrased questions (paraphrases.jsonl, no content word shared with the answering sentence): correct, and
   evidence recall with that sentence as the evidence.
 
---pointer, --words-per-attention and --words-lead-score change the evidence ranking (EvidenceConfig) without
-naming the run: give such a run its own --out.
+--pointer, --words-per-attention, --words-lead-score and --neighbour-sentences change the evidence (EvidenceConfig)
+without naming the run: give such a run its own --out.
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ def answer_all(args, label: str) -> None:
         "pointer": args.pointer,
         "words_per_attention": args.words_per_attention,
         "words_lead_score": args.words_lead_score,
+        "neighbour_sentences": args.neighbour_sentences,
     }
     settings = replace(
         settings, evidence=replace(settings.evidence, **{k: v for k, v in pointing.items() if v is not None})
@@ -205,6 +206,7 @@ def main() -> None:
     parser.add_argument("--pointer", help="whose attention points at the passages (EvidenceConfig's default)")
     parser.add_argument("--words-per-attention", type=int, help="how the two rankings interleave (the default)")
     parser.add_argument("--words-lead-score", type=float, help="when the words lead (the default)")
+    parser.add_argument("--neighbour-sentences", type=int, help="sentences the spans read take on each side")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
