@@ -10,9 +10,12 @@ Kinds, from the question's wording (English):
 - number: how many / much / long / high / often / old / far / big / large / tall, what percentage, number or
   value, numeric;
 - version: which / what version, since which (release);
-- date: when, what date / year / day / month / time;
+- date: when, what date / year / day / month / time (a year, a day and month in digits, a clock time, or a month
+  or day's name: "55:text/x-diff" holds a number but no date);
 - person: who, whom, whose;
 - anything else: the sentence must add some content word.
+
+A section number opening a sentence ("4.4 Error handling functions ...") is neither a version nor a quantity.
 """
 
 from __future__ import annotations
@@ -64,8 +67,22 @@ def question_kind(question: str) -> str:
 _NUMERIC = re.compile(r"^[v#$€£]?\d", re.IGNORECASE)
 
 
+# A date or time as written: a year ("2018", "2024-11-14T06:03"), a day and month in digits ("14/11"), a clock time.
+_DATE_VALUE = re.compile(r"^(?:1[5-9]\d\d|20\d\d)(?:\D|$)|^\d{1,2}/\d{1,2}(?:/\d{2,4})?$|^\d{1,2}:\d{2}")
+# A section number opening a sentence before its heading ("4.4 Error handling functions", "2.9. The mime.cache
+# files"): no version or quantity.
+_SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)+\.?$|^\d+\.$")
+
+
 def _has_numeral(words: list[str]) -> bool:
     return any(_NUMERIC.match(word) for word in words)
+
+
+def _without_section_number(added: list[str], sentence: str) -> list[str]:
+    words = sentence.split()
+    if len(words) > 1 and _SECTION_NUMBER.match(words[0]) and words[1][:1].isupper():
+        return [word for word in added if word != words[0].rstrip(".")]
+    return added
 
 
 def _parts(words: list[str]) -> set[str]:
@@ -80,11 +97,11 @@ def holds_kind(sentence: str, question: str, earlier: str = "") -> bool:
         return False
     kind = question_kind(question)
     if kind == "number":
-        return _has_numeral(added) or bool(_parts(added) & _NUMBER_WORDS)
+        return _has_numeral(_without_section_number(added, sentence)) or bool(_parts(added) & _NUMBER_WORDS)
     if kind == "version":
-        return _has_numeral(added)
+        return _has_numeral(_without_section_number(added, sentence))
     if kind == "date":
-        return _has_numeral(added) or bool(_parts(added) & _MONTHS)
+        return any(_DATE_VALUE.match(word) for word in added) or bool(_parts(added) & _MONTHS)
     if kind == "person":
         # A name (a capitalised word the question does not use, not the sentence's first word, not a month or a
         # day) or an address to write to.

@@ -49,6 +49,17 @@ def test_versions_dates_and_people():
     assert not holds_kind("Version 0.21 of the specification, last updated 2 October 2018.", who)
 
 
+def test_a_section_number_is_no_version_and_a_number_is_no_date():
+    since = "Since which version of libtasn1 does asn1_perror exist?"
+    assert not holds_kind("4.4 Error handling functions asn1_perror prints the error.", since)
+    assert holds_kind("Since: 1.6 asn1_perror prints the error.", since)
+    assert not holds_kind("2.9. The mime.cache files hold the globs.", "How many globs do the files hold?")
+    when = "When was version 0.20 of the specification released?"
+    assert not holds_kind("55:text/x-diff:*.patch 50:text/x-diff:*.diff", when)
+    assert holds_kind("Version 0.20 of the specification was released in 2014.", when)
+    assert holds_kind("2024-11-14T13:37:47.557Z ERROR upstream card processor timeout", "When did it time out?")
+
+
 def test_any_other_question_needs_a_content_word_of_the_sentence_own():
     question = "Which license covers this manual?"
     assert holds_kind("The GNU Free Documentation License covers this manual.", question)
