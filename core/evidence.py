@@ -341,11 +341,9 @@ def choose_spans(
     ends_sentence: Callable[[int], bool],
     config: EvidenceConfig,
     held_from: int | None = None,
-    continues: Callable[[int], bool] | None = None,
 ) -> list[Span]:
     """The best buckets widened to sentences (and the sentences after them, `follow`), without overlap, within the
-    budget, in document order. `continues(token)`: whether a token goes on with the word before it; a stop
-    followed by one ends no sentence ("4.19.0", a log line's "13:37:47.557Z").
+    budget, in document order.
 
     fetch(start, end) returns the document's token ids [start, end). A bucket already covered by a chosen
     span adds nothing; a span that would overflow the budget is cut at the budget's edge. Buckets from
@@ -365,18 +363,9 @@ def choose_spans(
             continue
         held = start >= held_from
         window_start = max(held_from if held else 0, start - reach)
-        window_ids = fetch(window_start, min(document_tokens, end + reach + 1))  # with the token after, if any
-        after = window_ids[-1] if window_start + len(window_ids) > min(document_tokens, end + reach) else None
-        window_ids = window_ids[: min(document_tokens, end + reach) - window_start]
-        # Whether each window position ends a sentence, read by widen and follow through the positions' indices.
-        following = [*window_ids[1:], after]
-        marks = [
-            ends_sentence(token) and (continues is None or nxt is None or not continues(nxt))
-            for token, nxt in zip(window_ids, following, strict=True)
-        ]
-        positions = list(range(len(window_ids)))
-        left, right = widen(start, end, positions, window_start, marks.__getitem__, reach)
-        right = follow(left, right, positions, window_start, marks.__getitem__, config.span_tokens, reach)
+        window_ids = fetch(window_start, min(document_tokens, end + reach))
+        left, right = widen(start, end, window_ids, window_start, ends_sentence, reach)
+        right = follow(left, right, window_ids, window_start, ends_sentence, config.span_tokens, reach)
         for other in chosen:  # no overlap: trim on the side of a chosen span, keeping the bucket's side
             if other.start < right and left < other.end:
                 if start + end >= other.start + other.end:
@@ -586,9 +575,8 @@ def choose_buckets(
     config: EvidenceConfig,
     held_from: int | None = None,
 ) -> list[Span]:
-    """choose_spans with the engine's sentence ends and word starts."""
-    ends, starts = engine.sentence_ends(), engine.word_starts()  # (V,) bool each
+    """choose_spans with the engine's sentence ends."""
+    ends = engine.sentence_ends()  # (V,) bool
     vocab = ends.shape[0]
     ends_sentence = lambda t: t < vocab and bool(ends[t])  # noqa: E731 - a one-line adapter
-    continues = lambda t: t < vocab and not bool(starts[t])  # noqa: E731
-    return choose_spans(buckets, document_tokens, fetch, ends_sentence, config, held_from, continues)
+    return choose_spans(buckets, document_tokens, fetch, ends_sentence, config, held_from)

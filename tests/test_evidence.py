@@ -195,17 +195,6 @@ def test_the_retrieval_heads_point_when_the_attention_leads_the_later_layers_whe
         )
 
 
-def test_a_stop_inside_a_number_begins_no_span():
-    # Sentences end at 15 and 47; the stop at 31 is followed by a continuation ("0." then "21"), as in "0.21".
-    document = [5] * 15 + [0] + [5] * 15 + [0, 7] + [5] * 14 + [0] + [5] * 16
-    config = EvidenceConfig(budget_tokens=100, bucket_tokens=8, max_span_tokens=40, max_spans=1, span_tokens=0)
-    fetch = fetch_from(document)
-    (plain,) = choose_spans([Bucket(4, 1.0, 35)], len(document), fetch, ends, config)
-    assert plain.start == 32  # without the rule: a "sentence" starting at the continuation
-    (whole,) = choose_spans([Bucket(4, 1.0, 35)], len(document), fetch, ends, config, continues=CONTINUATION.__eq__)
-    assert (whole.start, whole.end) == (16, 48) and whole.ids == tuple(document[16:48])
-
-
 def test_a_span_is_cut_at_the_budget_edge():
     document = [5] * 200 + [0]
     config = EvidenceConfig(budget_tokens=70, bucket_tokens=64, max_span_tokens=128)
