@@ -449,7 +449,10 @@ def find_evidence(
     vocab = ends.shape[0]
 
     def breaks(before: int, after: int) -> bool:
-        # A stop followed by a word's continuation is inside a number or a name ("4.19.0", "www.gnu"): no break.
+        # A break is a stop or a line's end followed by a token that begins a word (led by a space or punctuation).
+        # So the stop in "4.19.0" or "www.gnu.org" breaks nothing; neither does a hard-wrapped line's end inside a
+        # sentence ("as\nshe"), nor, as measured, a log line's end before a line that starts with a digit: log
+        # spans seldom grow.
         return before < vocab and bool(ends[before]) and (after >= vocab or bool(starts[after]))
 
     return with_neighbours(read, document_tokens, fetch, breaks, config)

@@ -695,6 +695,7 @@ def test_spans_read_are_checked(bad):
     [
         (["--evidence-pot", "half"], "pot entries before the passages must be 'all' or a whole number"),
         (["--evidence-spans", "-2"], "spans read must be 0 (every candidate) or more"),
+        (["--evidence-neighbours", "-1"], "neighbour sentences must be 0 or more"),
     ],
 )
 def test_impossible_evidence_settings_get_one_line_before_anything_is_read(

@@ -168,6 +168,14 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         f"candidate ({EVIDENCE.read_spans})",
     )
     parser.add_argument(
+        "--evidence-neighbours",
+        type=int,
+        default=EVIDENCE.neighbour_sentences,
+        metavar="N",
+        help="evidence: whole sentences each passage read takes on each side (more passages hold the answer; "
+        f"0 answers ~2-3 s sooner on a 2-core CPU) ({EVIDENCE.neighbour_sentences})",
+    )
+    parser.add_argument(
         "--evidence-pot",
         default="all" if EVIDENCE.pot_entries is None else str(EVIDENCE.pot_entries),
         metavar="N|all",
@@ -197,6 +205,7 @@ def answer_settings(args: argparse.Namespace) -> AnswerSettings:
             ranking=args.evidence_ranking,
             pot_entries=parse_pot_entries(args.evidence_pot),
             read_spans=args.evidence_spans,
+            neighbour_sentences=args.evidence_neighbours,
         ),
         grounding=replace(ANSWER.grounding, style=args.grounding),
     )
