@@ -270,9 +270,10 @@ class DocumentService:
         try:
             if conversation_id is not None:
                 self.require_conversation(conversation_id, stored.doc_id)
-            earlier = self.earlier_turns(conversation_id) if conversation_id is not None else []
-            history = turns_in_view(question, earlier)
-            carried = self.stated_answers(conversation_id, history) if history else []
+            recorded = self._recorded_turns(conversation_id) if conversation_id is not None else []
+            history = turns_in_view(question, [(asked, answer) for asked, answer, _ in recorded])
+            # The answers in view that were sentences of the document (history is the last turns of `recorded`).
+            carried = [answer for _, answer, stated in recorded[len(recorded) - len(history) :] if stated]
             stats = AskStats(load_seconds=time.perf_counter() - started, warnings=list(stored.warnings))
             if record and self.store.read_only:
                 record = False
@@ -310,6 +311,10 @@ class DocumentService:
         """The conversation's (question, answer) pairs, oldest first; summaries and stopped answers are not turns a
         follow-up refers to. An answer that found nothing direct is given as such (the closest passage it quoted
         is no answer, and a follow-up would take it for one)."""
+        return [(question, answer) for question, answer, _ in self._recorded_turns(conversation_id)]
+
+    def _recorded_turns(self, conversation_id: int) -> list[tuple[str, str, bool]]:
+        """earlier_turns, each with whether its answer was a sentence of the document (STATED_REASONS)."""
         turns, question = [], None
         for message in self.store.conversations.messages(conversation_id):
             meta = message.meta or {}
@@ -317,18 +322,9 @@ class DocumentService:
                 question = message.content
             elif question is not None and not _side_or_stopped(meta) and message.content:
                 answer = message.content if meta.get("answerable", True) is not False else NOT_FOUND_TURN
-                turns.append((question, answer))
+                turns.append((question, answer, meta.get("answered_by") in STATED_REASONS))
                 question = None
         return turns
-
-    def stated_answers(self, conversation_id: int, history: list[tuple[str, str]]) -> list[str]:
-        """The answers of `history` that were sentences of the document (STATED_REASONS), oldest first."""
-        stated = {
-            message.content
-            for message in self.store.conversations.messages(conversation_id)
-            if message.role == "assistant" and (message.meta or {}).get("answered_by") in STATED_REASONS
-        }
-        return [answer for _, answer in history if answer in stated]
 
     def _answer(
         self,

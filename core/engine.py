@@ -73,8 +73,7 @@ class Engine:
         self.evidence_gap_ids = encode(self.tokenizer, "\n...\n")
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
         self._boundaries: TokenBoundaries | None = None
-        self._sentence_ends: torch.Tensor | None = None
-        self._word_starts: torch.Tensor | None = None
+        self._cpu_boundaries: TokenBoundaries | None = None
         self._word_keys: torch.Tensor | None = None
         self._banned_word_keys: WordKeys | None = None
         self._opening: Pot | None = None
@@ -100,24 +99,21 @@ class Engine:
             self._boundaries = token_boundaries(self.tokenizer, self.vocab_size)
         return self._boundaries
 
+    def _vocabulary_boundaries(self) -> TokenBoundaries:
+        """Word starts and sentence ends on the CPU, for the evidence: NuC's when it has them, else one pass over
+        the vocabulary on first use."""
+        if self._cpu_boundaries is None:
+            boundaries = self.boundaries() or token_boundaries(self.tokenizer, self.vocab_size)
+            self._cpu_boundaries = boundaries.to("cpu")
+        return self._cpu_boundaries
+
     def sentence_ends(self) -> torch.Tensor:
-        """(V,) bool: the vocabulary entries that end a sentence or a line (core.words), built on first use."""
-        if self._sentence_ends is None:
-            boundaries = self.boundaries()
-            if boundaries is None:
-                boundaries = token_boundaries(self.tokenizer, self.vocab_size)
-            self._sentence_ends = boundaries.sentence_ends.cpu()
-        return self._sentence_ends
+        """(V,) bool: the vocabulary entries that end a sentence or a line (core.words)."""
+        return self._vocabulary_boundaries().sentence_ends
 
     def word_starts(self) -> torch.Tensor:
-        """(V,) bool: the vocabulary entries that begin a word (core.words; "19" after "4." does not), built on
-        first use."""
-        if self._word_starts is None:
-            boundaries = self.boundaries()
-            if boundaries is None:
-                boundaries = token_boundaries(self.tokenizer, self.vocab_size)
-            self._word_starts = boundaries.word_starts.cpu()
-        return self._word_starts
+        """(V,) bool: the vocabulary entries that begin a word (core.words; "19" after "4." does not)."""
+        return self._vocabulary_boundaries().word_starts
 
     def word_keys(self) -> torch.Tensor:
         """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), built on first use."""

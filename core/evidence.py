@@ -515,7 +515,7 @@ def with_neighbours(
         if span.held or room <= 0:
             continue
         placed = sorted((grown.get(id(other), other) for other in spans), key=lambda other: other.start)
-        index = next(i for i, other in enumerate(placed) if other.start == span.start)
+        index = next(i for i, other in enumerate(placed) if other is span)  # not grown yet: itself
         floor = placed[index - 1].end if index > 0 else 0
         ceiling = placed[index + 1].start if index + 1 < len(placed) else document_tokens
         left, right = span.start, span.end
