@@ -166,13 +166,22 @@ def make_workspace(home: Path, pace: float = 0.0):
 
         def _paced(self, pieces):
             for piece in pieces:
-                time.sleep(self.answer_pace)
-                yield piece
+                # An extractive summary comes as one piece; streamed a few words at a time it has a middle to stop
+                # in, as the abstractive summary and every answer have, instead of a race with pieces_done.
+                for words in _few_words_at_a_time(piece):
+                    time.sleep(self.answer_pace)
+                    yield words
             self.pieces_done.set()
             time.sleep(self.tail_pace)
 
     service = PacedService(home, device="cpu")
     return Workspace(service, ReadQueue(service), max_upload_bytes=1 << 20)
+
+
+def _few_words_at_a_time(piece: str, words: int = 4) -> list[str]:
+    """`piece` cut after every `words` words; joined they are `piece` again."""
+    runs = re.findall(r"\s*\S+\s*", piece) or [piece]
+    return ["".join(runs[start : start + words]) for start in range(0, len(runs), words)]
 
 
 def free_port() -> int:
