@@ -27,7 +27,7 @@ _LONGEST_WORDS = 60
 # is an item of its own (a log line, a table row, a bullet); "1,206 metres" wrapped to a line's start is not.
 _ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s))")
 # Tokens of a sentence that are scored: a longer one is judged by its start (bounds one batched pass).
-_SCORED_TOKENS = 64
+_SCORED_TOKENS = 96
 
 
 @dataclass(frozen=True)

@@ -290,24 +290,47 @@ def verbatim_tail_start(pot: Pot) -> int:
     return max(0, document_tokens - run)
 
 
+# Whether a sentence or a line ends between two tokens (`after` None: the window ends there): see span_breaks.
+Breaks = Callable[[int, int | None], bool]
+
+
+def span_breaks(engine: Engine) -> Breaks:
+    """Where a candidate span may begin or end: after a line's end, or after a stop that the next token does not
+    continue. So the stop in "4.19.0", "version 0.21" or a log line's "13:37:47.557Z" ends nothing, and a span
+    of a log starts where its line does instead of at "557Z ERROR ..."; a hard-wrapped line's end still does."""
+    ends, starts, lines = engine.sentence_ends(), engine.word_starts(), engine.line_ends()  # (V,) bool each
+    vocab = ends.shape[0]
+
+    def breaks(before: int, after: int | None) -> bool:
+        if before >= vocab or not ends[before]:
+            return False
+        return after is None or after >= vocab or bool(lines[before]) or bool(starts[after])
+
+    return breaks
+
+
 def widen(
-    start: int, end: int, window_ids: list[int], window_start: int, ends_sentence: Callable[[int], bool], limit: int
+    start: int, end: int, window_ids: list[int], window_start: int, breaks: Breaks, limit: int
 ) -> tuple[int, int]:
     """[start, end) widened to whole sentences or lines inside the fetched window, at most `limit` tokens.
 
-    window_ids are the document's tokens from window_start on. The span grows left until the token before
-    it ends a sentence (or a line), and right until it includes a sentence end; it stops growing on a side
-    once it would exceed `limit`, so a text without stops keeps the bucket itself.
+    window_ids are the document's tokens from window_start on. The span grows left until a sentence (or a line)
+    ends just before it, and right until it includes a sentence end; it stops growing on a side once it would
+    exceed `limit`, so a text without stops keeps the bucket itself.
     """
     window_end = window_start + len(window_ids)
     start, end = max(start, window_start), min(end, window_end)
+
+    def ends_before(p: int) -> bool:  # a sentence ends between tokens p - 1 and p (p inside the window)
+        return breaks(window_ids[p - 1 - window_start], window_ids[p - window_start] if p < window_end else None)
+
     left = start
-    while left > window_start and end - left < limit and not ends_sentence(window_ids[left - 1 - window_start]):
+    while left > window_start and end - left < limit and not ends_before(left):
         left -= 1
-    if left > window_start and not ends_sentence(window_ids[left - 1 - window_start]):
+    if left > window_start and not ends_before(left):
         left = start  # no sentence start within reach: do not begin mid-sentence further left
     right = end
-    while right < window_end and right - left < limit and not ends_sentence(window_ids[right - 1 - window_start]):
+    while right < window_end and right - left < limit and not ends_before(right):
         right += 1
     return left, right
 
@@ -317,16 +340,20 @@ def follow(
     right: int,
     window_ids: list[int],
     window_start: int,
-    ends_sentence: Callable[[int], bool],
+    breaks: Breaks,
     target: int,
     limit: int,
 ) -> int:
     """The new right end of [left, right) after taking the whole sentences that follow it, while the span is
     shorter than `target` and a sentence taken keeps it within `limit` tokens (and inside the fetched window)."""
     window_end = window_start + len(window_ids)
+
+    def ends_before(p: int) -> bool:
+        return breaks(window_ids[p - 1 - window_start], window_ids[p - window_start] if p < window_end else None)
+
     while right < window_end and right - left < target:
-        after = right + 1  # the next sentence ends at the first stop from `right` on
-        while after < window_end and not ends_sentence(window_ids[after - 1 - window_start]):
+        after = right + 1  # the next sentence ends at the first break from `right` on
+        while after < window_end and not ends_before(after):
             after += 1
         if after - left > limit:
             break
@@ -338,7 +365,7 @@ def choose_spans(
     buckets: list[Bucket],
     document_tokens: int,
     fetch: Callable[[int, int], list[int]],
-    ends_sentence: Callable[[int], bool],
+    breaks: Breaks,
     config: EvidenceConfig,
     held_from: int | None = None,
 ) -> list[Span]:
@@ -364,8 +391,8 @@ def choose_spans(
         held = start >= held_from
         window_start = max(held_from if held else 0, start - reach)
         window_ids = fetch(window_start, min(document_tokens, end + reach))
-        left, right = widen(start, end, window_ids, window_start, ends_sentence, reach)
-        right = follow(left, right, window_ids, window_start, ends_sentence, config.span_tokens, reach)
+        left, right = widen(start, end, window_ids, window_start, breaks, reach)
+        right = follow(left, right, window_ids, window_start, breaks, config.span_tokens, reach)
         for other in chosen:  # no overlap: trim on the side of a chosen span, keeping the bucket's side
             if other.start < right and left < other.end:
                 if start + end >= other.start + other.end:
@@ -578,8 +605,5 @@ def choose_buckets(
     config: EvidenceConfig,
     held_from: int | None = None,
 ) -> list[Span]:
-    """choose_spans with the engine's sentence ends."""
-    ends = engine.sentence_ends()  # (V,) bool
-    vocab = ends.shape[0]
-    ends_sentence = lambda t: t < vocab and bool(ends[t])  # noqa: E731 - a one-line adapter
-    return choose_spans(buckets, document_tokens, fetch, ends_sentence, config, held_from)
+    """choose_spans with the engine's sentence and line ends (span_breaks)."""
+    return choose_spans(buckets, document_tokens, fetch, span_breaks(engine), config, held_from)

@@ -66,11 +66,16 @@ def word_start_flags(tokenizer, vocab_size: int, tokens: list[str | None] | None
     return flags
 
 
+def token_ends_line(token: str | None) -> bool:
+    """Whether a vocabulary entry holds a newline."""
+    return bool(token) and any(mark in token for mark in _NEWLINES)
+
+
 def token_ends_sentence(token: str | None) -> bool:
     """Whether a vocabulary entry ends a sentence: it ends with a stop or holds a newline."""
     if not token:
         return False
-    return any(mark in token for mark in _NEWLINES) or token.rstrip("Ġ▁ \t").endswith(_SENTENCE_STOPS)
+    return token_ends_line(token) or token.rstrip("Ġ▁ \t").endswith(_SENTENCE_STOPS)
 
 
 @dataclass(frozen=True)

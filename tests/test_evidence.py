@@ -30,6 +30,7 @@ from infinipot.core.evidence import (
     most_likely_spans,
     parse_pot_entries,
     ranked_buckets,
+    span_breaks,
     spans_to_read,
     verbatim_tail_start,
     widen,
@@ -44,8 +45,9 @@ STOP = 0  # the token that ends a sentence in the index-level tests
 CONTINUATION = 7  # a token that continues the word before it ("19" after "4.")
 
 
-def ends(token: int) -> bool:
-    return token == STOP
+def ends(before: int, after: int | None = None) -> bool:
+    """A sentence's edge after a stop, whatever follows (choose_spans' breaks, one token's rule)."""
+    return before == STOP
 
 
 # -- widening and choosing spans: plain index arithmetic -------------------------------------------------
@@ -64,6 +66,30 @@ def test_widening_stops_at_the_limit_and_never_starts_mid_sentence_further_left(
     assert right - left <= 8
     # a window that starts mid-document: positions are document positions
     assert widen(104, 106, [5, 0, 5, 5, 5, 5, 5, 0], 100, ends, limit=20) == (102, 108)
+
+
+def test_a_span_begins_at_no_stop_that_the_next_token_continues():
+    #        0  1  2  3  4  5  6  7  8  9
+    ids = [5, 0, 7, 5, 5, 0, 5, 5, 0, 7]  # the stop at 1 is a number's ("41.914Z"); the one at 8 is too
+    assert widen(4, 5, ids, 0, breaks, limit=20) == (0, 6)  # not from 2: it continues the word before
+    assert widen(4, 5, ids, 0, ends, limit=20) == (2, 6)  # a stop alone would begin it mid-word
+    assert widen(6, 7, ids, 0, breaks, limit=20) == (6, 10)  # the stop at 8 is followed by a continuation too
+
+
+def test_span_breaks_take_a_line_end_always_and_a_stop_only_before_a_new_word():
+    engine = attending_engine()
+    tokenizer = engine.tokenizer
+    breaks = span_breaks(engine)
+
+    def edges(text: str) -> list[str]:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        pairs = zip(ids, [*ids[1:], None], strict=True)
+        cut = [i + 1 for i, (before, after) in enumerate(pairs) if breaks(before, after)]
+        return [tokenizer.decode(ids[a:b]) for a, b in zip([0, *cut], [*cut, len(ids)], strict=True) if a < b]
+
+    assert edges("The fox ran. The dog sat.") == ["The fox ran.", " The dog sat."]
+    # a log line's timestamp and a version number hold stops that end nothing; the lines' ends do
+    assert edges("12:01.557Z fox 4.19 ran\n12:02.914Z dog") == ["12:01.557Z fox 4.19 ran\n", "12:02.914Z dog"]
 
 
 def fetch_from(document: list[int]):

@@ -15,7 +15,15 @@ from infinipot.core.prompts import encode
 
 @pytest.mark.parametrize(
     "question",
-    ["What version of it?", "And who wrote it?", "Who wrote that?", "What about the log?", "When?", "Why?"],
+    [
+        "What version of it?",
+        "And who wrote it?",
+        "Who wrote that?",
+        "What about the log?",
+        "When?",
+        "Why?",
+        "After how many milliseconds?",  # a measure of something it does not name
+    ],
 )
 def test_questions_that_lean_on_an_earlier_turn_refer_back(question):
     assert refers_back(question)
@@ -28,6 +36,7 @@ def test_questions_that_lean_on_an_earlier_turn_refer_back(question):
         "Under which license is this manual distributed?",  # "this manual" names the question's own subject
         "Who wrote the GNU Libtasn1 manual?",
         "Is there a limit on the file size?",
+        "How many stations were surveyed?",
     ],
 )
 def test_questions_that_name_their_own_subject_stand_alone(question):

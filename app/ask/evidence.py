@@ -13,7 +13,7 @@ from infinipot.app.library.documents import DocumentNotFound, require_document, 
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
-from infinipot.core.evidence import EvidenceConfig, Span, find_evidence, holds_whole_document, widen
+from infinipot.core.evidence import EvidenceConfig, Span, find_evidence, holds_whole_document, span_breaks, widen
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
@@ -90,15 +90,14 @@ def with_snippets(library: Library, stored: StoredPot, citations: list[Citation]
         path = stored_token_ids(library.files, document, stored.engine.loaded)
     except DocumentNotFound:
         return citations
-    ends = stored.engine.sentence_ends()
-    vocab = ends.shape[0]
+    breaks = span_breaks(stored.engine)
     total = token_count(path)
     found = []
     for citation in citations:
         center = citation.token if citation.best_token is None else citation.best_token
         window_start = max(0, center - reach)
         window = read_window(path, window_start, min(total, center + 1 + reach))
-        start, end = widen(center, center + 1, window, window_start, lambda t: t < vocab and bool(ends[t]), reach)
+        start, end = widen(center, center + 1, window, window_start, breaks, reach)
         ids = window[start - window_start : end - window_start]
         text = " ".join(stored.engine.tokenizer.decode(ids, skip_special_tokens=True).split())
         found.append(replace(citation, snippet=text))

@@ -34,12 +34,16 @@ _DEMONSTRATIVE = re.compile(
 _OPENINGS = re.compile(r"^\s*(and|also|what about|how about|and what|and who|and when|and where|why|so)\b", re.I)
 # A question with fewer content words than this names no subject of its own ("Why?", "When was that?").
 _OWN_WORDS = 1
+# "How many/much/long ..." with one content word asks a measure of something it does not name: "After how many
+# milliseconds?" after "Which card processor timed out?" (where "What is the passkey?" names what it asks).
+_MEASURE = re.compile(r"\bhow\s+(many|much|long|far|often|old|big|high|large)\b", re.IGNORECASE)
 
 
 def refers_back(question: str) -> bool:
     """Whether `question` leans on an earlier turn (see the module's docstring)."""
     leans = _REFERRING.search(question) or _DEMONSTRATIVE.search(question) or _OPENINGS.search(question)
-    return bool(leans) or len(content_words(question)) < _OWN_WORDS
+    own_words = len(content_words(question))
+    return bool(leans) or own_words < _OWN_WORDS or (own_words == 1 and bool(_MEASURE.search(question)))
 
 
 def turns_in_view(question: str, history: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -71,7 +71,7 @@ def main() -> None:
     from infinipot.core.citations import answer_attention
     from infinipot.core.config import PotConfig
     from infinipot.core.decoding import DecodingConfig
-    from infinipot.core.evidence import EvidenceConfig, choose_spans
+    from infinipot.core.evidence import EvidenceConfig, choose_spans, span_breaks
 
     service = DocumentService(HOME, device="cpu")
     questions = load_questions()
@@ -86,14 +86,10 @@ def main() -> None:
         document = require_document(service.library.store, stored.doc_id)
         path = stored_token_ids(service.library.files, document, engine.loaded)
         total = token_count(path)
-        ends = engine.sentence_ends()
-        vocab = ends.shape[0]
+        breaks = span_breaks(engine)
 
         def fetch(start, end, path=path):
             return read_window(path, start, end)
-
-        def ends_sentence(token, ends=ends, vocab=vocab):
-            return token < vocab and bool(ends[token])
 
         for q in (q for q in questions if q["document"] == doc):
             room = engine.evidence_room(q["question"], DecodingConfig().max_new_tokens, base.max_spans)
@@ -106,7 +102,7 @@ def main() -> None:
             for name, attention in (("all", attn_all), ("question", attn_q)):
                 for how in ("app", "sum", "mean", "max"):
                     ranked = rank(pot, attention, total, config, how)
-                    spans = choose_spans(ranked, total, fetch, ends_sentence, config)
+                    spans = choose_spans(ranked, total, fetch, breaks, config)
                     texts = [
                         " ".join(engine.tokenizer.decode(list(s.ids), skip_special_tokens=True).split()) for s in spans
                     ]
