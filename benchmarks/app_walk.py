@@ -854,6 +854,23 @@ def item13_trusted_answers(walk: Walk) -> None:
         walk.element_shot("#ip-chat", "item13-summary", "the summary after the answers")
 
 
+LOG = "orders-platform.log"
+LOG_QUESTIONS = ("Which card processor timed out?", "After how many milliseconds?")
+
+
+def item14_log_follow_up(walk: Walk) -> None:
+    """Issue 32's follow-up on a log: which processor timed out, then "After how many milliseconds?", each answered
+    with a whole log line (from its timestamp) and its quote."""
+    ensure_document(walk, LOG)
+    walk.chat_about(LOG)
+    for number, question in enumerate(LOG_QUESTIONS, start=1):
+        walk.ask(question)
+        answer = walk.wait_answer(question)
+        walk.log.text(f"answer {number}", answer, limit=4000)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item14-log-chat", "the log question and its follow-up, each with its quote")
+
+
 ITEMS: dict[int, Callable[[Walk], None]] = {
     10: item10_first_screen,
     2: item02_research_words,
@@ -868,6 +885,7 @@ ITEMS: dict[int, Callable[[Walk], None]] = {
     11: item11_folder,
     12: item12_all_documents,
     13: item13_trusted_answers,
+    14: item14_log_follow_up,
 }  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
 
 

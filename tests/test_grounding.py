@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from tiny_models import tiny_loaded
 
-from infinipot.app.ask.quoting import answer_sentence, arranged_citations, marked_words
+from infinipot.app.ask.quoting import answer_sentence, answer_words, arranged_citations, marked_words
 from infinipot.app.web.page.sources import chat_message, source_label
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
@@ -53,6 +53,16 @@ def test_the_quote_is_the_whole_sentence_the_answer_came_from():
     # No word in common with the answer: the question's words choose.
     assert answer_sentence(snippet, "I do not know.", "How old was it?")[0] == "It was old."
     assert marked_words(quote, "one hundred and twelve steps") == ["one", "hundred", "twelve", "steps"]
+
+
+def test_an_answer_found_word_for_word_is_quoted_as_it_is():
+    first = "2024-11-14T13:30:40.411Z ERROR [payment-service] timeout after 8000ms (attempt=1/3)"
+    second = "2024-11-14T13:37:47.557Z ERROR [payment-service] timeout after 8000ms (attempt=2/3)"
+    snippet = f"{first}\n{second}\n2024-11-14T13:38:02.100Z INFO [api-gateway] GET /v2/cart 200 9ms"
+    quote, shared = answer_sentence(snippet, second, "Which card processor timed out?")
+    assert quote == second and shared == len(answer_words(second))  # not both lines, which have no stop between
+    # A short answer is no sentence: the whole sentence holding it is quoted.
+    assert answer_sentence(snippet, "after 8000ms", "After how many milliseconds?")[0].startswith(first)
 
 
 def test_citations_are_one_per_place_the_answers_source_first_with_its_quote():

@@ -61,10 +61,20 @@ def _sentences(text: str) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
+# An answer of at least this many words found word for word in a passage is quoted as it is: it is the document's
+# sentence (or log line) the answer came from. Shorter ones ("8000ms") are found inside their whole sentence.
+_VERBATIM_WORDS = 5
+
+
 def answer_sentence(snippet: str, answer: str, question: str = "") -> tuple[str, int]:
-    """(the whole sentence of `snippet` the answer came from, how many of the answer's words it shares): the one
-    sharing the most words with the answer, then with the question; the first on a tie."""
+    """(the whole sentence of `snippet` the answer came from, how many of the answer's words it shares): the answer
+    itself when the snippet holds it word for word (a log line has no stop to end it, so the stop-split sentence
+    would run on into the next line), else the one sharing the most words with the answer, then with the question;
+    the first on a tie."""
     wanted, asked = answer_words(answer), answer_words(question)
+    verbatim = " ".join((answer or "").split())
+    if len(verbatim.split()) >= _VERBATIM_WORDS and verbatim in " ".join((snippet or "").split()):
+        return verbatim, len(wanted)
     best, best_key = "", (-1, -1)
     for sentence in _sentences(snippet):
         words = answer_words(sentence)
