@@ -23,7 +23,7 @@ from .reader import ContinualReader
 from .rerank import question_likelihoods
 from .scorers import make_scorer
 from .word_match import token_keys
-from .words import TokenBoundaries, token_boundaries, token_ends_line, vocabulary
+from .words import TokenBoundaries, token_boundaries, vocabulary
 
 
 @dataclass
@@ -74,7 +74,6 @@ class Engine:
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
         self._boundaries: TokenBoundaries | None = None
         self._cpu_boundaries: TokenBoundaries | None = None
-        self._line_ends: torch.Tensor | None = None
         self._word_keys: torch.Tensor | None = None
         self._banned_word_keys: WordKeys | None = None
         self._opening: Pot | None = None
@@ -117,12 +116,8 @@ class Engine:
         return self._vocabulary_boundaries().word_starts
 
     def line_ends(self) -> torch.Tensor:
-        """(V,) bool: the vocabulary entries that hold a newline (core.words), built on first use."""
-        if self._line_ends is None:
-            tokens = vocabulary(self.tokenizer, self.vocab_size)
-            self._line_ends = torch.zeros(self.vocab_size, dtype=torch.bool)
-            self._line_ends[: len(tokens)] = torch.tensor([token_ends_line(t) for t in tokens], dtype=torch.bool)
-        return self._line_ends
+        """(V,) bool: the vocabulary entries that hold a newline (core.words)."""
+        return self._vocabulary_boundaries().line_ends
 
     def word_keys(self) -> torch.Tensor:
         """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), built on first use."""

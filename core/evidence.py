@@ -309,6 +309,17 @@ def span_breaks(engine: Engine) -> Breaks:
     return breaks
 
 
+def _ends_before(window_ids: list[int], window_start: int, breaks: Breaks) -> Callable[[int], bool]:
+    """Whether a sentence or a line ends between document tokens p - 1 and p (p inside the fetched window, whose
+    tokens from window_start on are window_ids; p at the window's end: the window ends there)."""
+    window_end = window_start + len(window_ids)
+
+    def ends_before(p: int) -> bool:
+        return breaks(window_ids[p - 1 - window_start], window_ids[p - window_start] if p < window_end else None)
+
+    return ends_before
+
+
 def widen(
     start: int, end: int, window_ids: list[int], window_start: int, breaks: Breaks, limit: int
 ) -> tuple[int, int]:
@@ -320,10 +331,7 @@ def widen(
     """
     window_end = window_start + len(window_ids)
     start, end = max(start, window_start), min(end, window_end)
-
-    def ends_before(p: int) -> bool:  # a sentence ends between tokens p - 1 and p (p inside the window)
-        return breaks(window_ids[p - 1 - window_start], window_ids[p - window_start] if p < window_end else None)
-
+    ends_before = _ends_before(window_ids, window_start, breaks)
     left = start
     while left > window_start and end - left < limit and not ends_before(left):
         left -= 1
@@ -347,10 +355,7 @@ def follow(
     """The new right end of [left, right) after taking the whole sentences that follow it, while the span is
     shorter than `target` and a sentence taken keeps it within `limit` tokens (and inside the fetched window)."""
     window_end = window_start + len(window_ids)
-
-    def ends_before(p: int) -> bool:
-        return breaks(window_ids[p - 1 - window_start], window_ids[p - window_start] if p < window_end else None)
-
+    ends_before = _ends_before(window_ids, window_start, breaks)
     while right < window_end and right - left < target:
         after = right + 1  # the next sentence ends at the first break from `right` on
         while after < window_end and not ends_before(after):

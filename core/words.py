@@ -80,21 +80,24 @@ def token_ends_sentence(token: str | None) -> bool:
 
 @dataclass(frozen=True)
 class TokenBoundaries:
-    """Per vocabulary entry: whether it starts a word, whether it ends a sentence. Both (V,) bool."""
+    """Per vocabulary entry: whether it starts a word, whether it ends a sentence, whether it holds a newline. Each
+    (V,) bool."""
 
     word_starts: torch.Tensor
     sentence_ends: torch.Tensor
+    line_ends: torch.Tensor
 
     def to(self, device) -> TokenBoundaries:
-        return TokenBoundaries(self.word_starts.to(device), self.sentence_ends.to(device))
+        return TokenBoundaries(self.word_starts.to(device), self.sentence_ends.to(device), self.line_ends.to(device))
 
 
 def token_boundaries(tokenizer, vocab_size: int) -> TokenBoundaries:
-    """Word starts and sentence ends of every id below `vocab_size` (ids past the tokenizer's vocabulary
-    start a word and end no sentence)."""
-    tokens = vocabulary(tokenizer, vocab_size)  # one pass over the vocabulary for both
+    """Word starts, sentence ends and line ends of every id below `vocab_size` (ids past the tokenizer's vocabulary
+    start a word and end no sentence or line)."""
+    tokens = vocabulary(tokenizer, vocab_size)  # one pass over the vocabulary for all three
     ends = _flags(tokens, vocab_size, token_ends_sentence, past_vocabulary=False)
-    return TokenBoundaries(word_start_flags(tokenizer, vocab_size, tokens), ends)
+    lines = _flags(tokens, vocab_size, token_ends_line, past_vocabulary=False)
+    return TokenBoundaries(word_start_flags(tokenizer, vocab_size, tokens), ends, lines)
 
 
 def sum_over_words(scores: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:

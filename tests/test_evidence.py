@@ -547,8 +547,10 @@ def test_ask_json_in_evidence_mode_cites_the_needle_line_with_its_text(
     answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert answer["answer_from"] == "evidence" and answer["evidence_tokens"] > 0
     first = answer["citations"][0]
-    assert first["line"] == 41 and first["label"] == "line 41"
     assert "the passkey is" in first["snippet"]
+    # cited at the line its quote begins on: the needle's passage starts in the line before it
+    assert first["line"] in (40, 41) and first["label"] == f"line {first['line']}"
+    assert first["quote"] and first["quote"][-20:] in path.read_text().splitlines()[first["line"] - 1]
     assert all(c["snippet"] for c in answer["citations"])
     # the stored pot is never modified by answering
     assert {p: p.read_bytes() for p in (infinipot_home / "pots").rglob("*") if p.is_file()} == pot_file_bytes
@@ -730,3 +732,43 @@ def test_impossible_evidence_settings_get_one_line_before_anything_is_read(
     path = needle_text(tmp_path / "notes.txt")
     expect_one_line_error(capsys, ["ask", str(path), "What is the passkey?", *flags], fragment)
     assert not (infinipot_home / "pots").exists() or not any((infinipot_home / "pots").rglob("*.safetensors"))
+
+
+def test_a_passage_of_lines_is_cited_at_the_line_its_quote_begins_on(tmp_path, infinipot_home, attending_model_dir):
+    """A passage of a log spans several lines; its source label names the line of the sentence quoted under the
+    answer, not the passage's first line, and a passage quoted at another's line is one source with it."""
+    from infinipot.app.ask.evidence import document_span_citations
+    from infinipot.app.ask.quoting import arranged_citations
+    from infinipot.app.library.documents import stored_token_ids
+    from infinipot.app.library.token_ids import read_window
+
+    path = needle_text(tmp_path / "notes.txt", lines=12, needle_line=11)
+    service = DocumentService(infinipot_home, device="cpu")
+    read = service.read(path, PotConfig(pot_size=160, keep_size=64), attending_model_dir)
+    stored = service.open_pot(read.doc_id)
+    document = service.store.documents.get(read.doc_id)
+    ids = read_window(stored_token_ids(service.library.files, document, stored.engine.loaded), 0, 10_000)
+    tokenizer = stored.engine.tokenizer
+    full = tokenizer.decode(ids)
+
+    def token_of(marker: str) -> int:  # the token where `marker` begins
+        at = full.index(marker)
+        return next(n for n in range(len(ids)) if len(tokenizer.decode(ids[: n + 1])) > at)
+
+    lines_4_to_7 = (token_of("Line 4:"), token_of("Line 8:"))
+    line_6 = (token_of("Line 6:"), token_of("Line 7:"))
+    spans = [Span(a, b, tuple(ids[a:b]), score, a) for (a, b), score in ((lines_4_to_7, 0.6), (line_6, 0.4))]
+    citations = [c.as_json() for c in document_span_citations(service.library, read.doc_id, tokenizer, spans)]
+    assert [c["label"] for c in citations] == ["line 4", "line 6"]
+    assert [start[1] for start in citations[0]["line_starts"]] == [4, 5, 6, 7]
+
+    answer = "Line 6: the quick brown fox jumps over the lazy dog."
+    arranged = arranged_citations(citations, answer, "What does line 6 say?")
+    assert len(arranged) == 1  # both passages quote line 6: one source
+    assert arranged[0]["label"] == "line 6" and arranged[0]["line"] == 6 and arranged[0]["quote"] == answer
+    assert full[len(tokenizer.decode(ids[: arranged[0]["token"]])) :].lstrip().startswith("Line 6:")
+    assert "line_starts" not in arranged[0]
+
+    answer = "Line 5: the quick brown fox jumps over the lazy dog."
+    arranged = arranged_citations(citations, answer, "What does line 5 say?")
+    assert [c["label"] for c in arranged] == ["line 5", "line 6"]

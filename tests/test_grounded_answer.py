@@ -237,3 +237,21 @@ def test_log_lines_dates_and_list_items_are_sentences_of_their_own_and_wrapped_n
         "The mountain was 1,206 metres high.",
         "Then",
     ]
+
+
+def test_the_writer_reads_the_judges_best_sentences_best_last_when_set(engine, monkeypatch):
+    read: list[list[str]] = []
+    judged(engine, monkeypatch, "The manual is under the GNU Free Documentation License.", BEST)
+    passages_seen = engine.answer
+
+    def answer(pot, question, decoding=None, stats=None, **kwargs):
+        read.append([engine.tokenizer.decode(list(ids)) for ids in kwargs["evidence"]])
+        return passages_seen(pot, question, decoding, stats, **kwargs)
+
+    monkeypatch.setattr(engine, "answer", answer)
+    ask(engine, config=GroundingConfig(writer_sentences=2))
+    assert len(read[0]) == 2 and read[0][-1] == BEST  # the likeliest sentence nearest the question
+    ask(engine)
+    assert read[1] == PASSAGES  # by default the writer reads the passages as read
+    with pytest.raises(ValueError, match="at least 1 sentence"):
+        GroundingConfig(writer_sentences=0)

@@ -42,6 +42,9 @@ class Citation:
     label: str  # "page 12", "chapter 3", "line 1,234"
     snippet: str = ""  # the cited text: an evidence span, or the sentence around the place's most attended token
     best_token: int | None = None  # the place's most attended document token (where a snippet is read)
+    # (offset in the snippet, line, first token) of each line a passage of a document without pages crosses, so
+    # the line shown is the quoted sentence's (ask.quoting.arranged_citations, which drops them); () otherwise.
+    line_starts: tuple[tuple[int, int, int], ...] = ()
 
     def as_json(self) -> dict:
         return asdict(self)

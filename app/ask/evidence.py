@@ -74,8 +74,28 @@ def document_span_citations(library: Library, doc_id: str, tokenizer, spans: lis
         label = f"{unit} {page:,}" if page else (f"line {line:,}" if line else f"token {span.start:,}")
         snippet = " ".join(tokenizer.decode(list(span.ids), skip_special_tokens=True).split())
         line = None if page else line
-        citations.append(Citation(doc_id, page, line, span.start, round(span.score, 3), label, snippet))
+        starts = _line_starts(tokenizer, location_map, span, snippet) if line is not None else ()
+        citation = Citation(doc_id, page, line, span.start, round(span.score, 3), label, snippet, line_starts=starts)
+        citations.append(citation)
     return citations
+
+
+def _line_starts(tokenizer, location_map: TokenLocationMap, span: Span, snippet: str) -> tuple:
+    """Citation.line_starts of a span: where in its snippet each line it crosses begins; () when the lines'
+    texts, joined, are not the snippet (a line's edge inside a word)."""
+    ids = list(span.ids)
+    lines = location_map.lines_of(range(span.start, span.start + len(ids)))  # (n,) line of each token
+    starts, texts, offset, first = [], [], 0, 0
+    for index in range(1, len(ids) + 1):
+        if index < len(ids) and lines[index] == lines[first]:
+            continue
+        text = " ".join(tokenizer.decode(ids[first:index], skip_special_tokens=True).split())
+        if text:
+            starts.append((offset, int(lines[first]), span.start + first))
+            texts.append(text)
+            offset += len(text) + 1
+        first = index
+    return tuple(starts) if " ".join(texts) == snippet else ()
 
 
 def with_snippets(library: Library, stored: StoredPot, citations: list[Citation], reach: int = 48) -> list[Citation]:

@@ -100,20 +100,45 @@ def arranged_citations(citations: list[dict], answer: str, question: str = "") -
     """An answer's citations as a reader wants them: one per place (the same page or line of a document cited
     twice becomes one citation, its texts joined and its shares added), the place whose sentence shares the most
     words with the answer first (the citations' own order on ties), each with `quote`, the whole sentence of its
-    text the answer came from."""
+    text the answer came from. A passage of a document without pages is cited at the line its quote begins on."""
+    scored = []
+    for citation in _one_per_place(citations):
+        quote, shared = answer_sentence(citation.get("snippet") or "", answer, question)
+        scored.append((-shared, _at_quoted_line({**citation, "quote": quote})))
+    scored.sort(key=lambda pair: pair[0])  # stable: the citations' order on ties
+    arranged = _one_per_place([citation for _, citation in scored])  # a quote's line may be another's place
+    for citation in arranged:
+        citation.pop("line_starts", None)
+    return arranged
+
+
+def _place(citation: dict) -> str:
+    return f"{citation.get('doc_id') or citation.get('document') or ''}:{citation.get('label') or ''}"
+
+
+def _one_per_place(citations: list[dict]) -> list[dict]:
+    """Citations of the same place joined into the first one: texts joined, shares added (its quote kept)."""
     merged: dict[str, dict] = {}
     for citation in citations:
-        label = f"{citation.get('doc_id') or citation.get('document') or ''}:{citation.get('label') or ''}"
-        if label in merged:
-            kept = merged[label]
-            texts = [t for t in (kept.get("snippet"), citation.get("snippet")) if t]
-            kept["snippet"] = " … ".join(dict.fromkeys(texts))
-            kept["score"] = round((kept.get("score") or 0.0) + (citation.get("score") or 0.0), 3)
-        else:
-            merged[label] = dict(citation)
-    scored = []
-    for citation in merged.values():
-        quote, shared = answer_sentence(citation.get("snippet") or "", answer, question)
-        scored.append((-shared, {**citation, "quote": quote}))
-    scored.sort(key=lambda pair: pair[0])  # stable: the citations' order on ties
-    return [citation for _, citation in scored]
+        place = _place(citation)
+        if place not in merged:
+            merged[place] = dict(citation)
+            continue
+        kept = merged[place]
+        texts = [t for t in (kept.get("snippet"), citation.get("snippet")) if t]
+        shift = len(kept.get("snippet") or "") + len(" … ")
+        if kept.get("line_starts") and citation.get("line_starts") and len(texts) == 2 and texts[0] != texts[1]:
+            kept["line_starts"] = [*kept["line_starts"], *[(o + shift, ln, t) for o, ln, t in citation["line_starts"]]]
+        kept["snippet"] = " … ".join(dict.fromkeys(texts))
+        kept["score"] = round((kept.get("score") or 0.0) + (citation.get("score") or 0.0), 3)
+    return list(merged.values())
+
+
+def _at_quoted_line(citation: dict) -> dict:
+    """The citation at the line its quote begins on, when its passage's lines are known (Citation.line_starts)."""
+    starts, quote = citation.get("line_starts"), citation.get("quote") or ""
+    at = (citation.get("snippet") or "").find(quote) if starts and quote else -1
+    if at < 0:
+        return citation
+    _, line, token = [start for start in starts if start[0] <= at][-1]  # the first line starts at 0
+    return {**citation, "line": line, "token": token, "label": f"line {line:,}"}

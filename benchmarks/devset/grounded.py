@@ -79,7 +79,11 @@ def answer_all(args, label: str) -> None:
     from infinipot.core.grounded_answer import GroundingConfig
 
     settings = AnswerSettings()
-    grounding = GroundingConfig(style=args.style, answerable_margin=args.margin, standout=args.standout)
+    grounding = GroundingConfig(
+        style=args.style, answerable_margin=args.margin, standout=args.standout, writer_sentences=args.writer_sentences
+    )
+    if args.shortlist:
+        grounding = replace(grounding, shortlist=args.shortlist)
     settings = replace(settings, grounding=grounding)
     pointing = {
         "pointer": args.pointer,
@@ -207,6 +211,9 @@ def main() -> None:
     parser.add_argument("--words-per-attention", type=int, help="how the two rankings interleave (the default)")
     parser.add_argument("--words-lead-score", type=float, help="when the words lead (the default)")
     parser.add_argument("--neighbour-sentences", type=int, help="sentences the spans read take on each side")
+    parser.add_argument("--writer-sentences", type=int, help="the writer reads the judge's best N sentences")
+    parser.add_argument("--shortlist", type=int, help="the judge's best sentences the written answer may agree with")
+    parser.add_argument("--note", help="added to the run's label (what this run tries)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
@@ -222,7 +229,14 @@ def main() -> None:
         args.standout = None if args.standout == "none" else float(args.standout)
     args.sets = [s for s in args.sets.split(",") if s]
     if not args.report_only:
-        answer_all(args, run_label(args.style, args.margin, args.standout))
+        label = run_label(args.style, args.margin, args.standout)
+        if args.writer_sentences:
+            label += f", the writer reads the judge's best {args.writer_sentences} sentences"
+        if args.shortlist:
+            label += f", shortlist {args.shortlist}"
+        if args.note:
+            label += f", {args.note}"
+        answer_all(args, label)
     print(report(args).split("## Every answer")[0])
 
 
