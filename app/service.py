@@ -357,8 +357,9 @@ class DocumentService:
         to_read = spans_to_read(spans)
         stats.evidence_tokens = sum(len(ids) for ids in to_read)
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
+        names = evidence.rare_names(self.library, stored, question, settings.grounding.rare_name_mentions)
         stats.evidence_seconds = time.perf_counter() - started
-        return self._checked(stored, question, to_read, settings, stats, history, carried or [])
+        return self._checked(stored, question, to_read, settings, stats, history, carried or [], names)
 
     def _checked(
         self,
@@ -369,9 +370,11 @@ class DocumentService:
         stats: AskStats,
         history: list[tuple[str, str]],
         carried: Sequence[str] = (),
+        names: Sequence[str] = (),
     ) -> Iterator[str]:
         """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`; a
-        follow-up's sentences are judged after the earlier questions in view (`history`)."""
+        follow-up's sentences are judged after the earlier questions in view (`history`); `names`: the question's
+        rare names, which the sentence answered with must hold."""
         verdict = Verdict()
         pieces = grounded_answer(
             stored.engine,
@@ -385,6 +388,7 @@ class DocumentService:
             earlier=" ".join(asked.strip() for asked, _ in history),
             history=history,
             carried=carried,
+            names=names,
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
         )

@@ -76,6 +76,11 @@ class GroundingConfig:
     # are: with 6 (AMX, bf16), correct 35 -> 34 (stated 30 -> 32), confidently wrong 3 -> 5, unanswerable marked
     # 18 -> 16 of 24, follow-ups 13 -> 14 of 20; with the shortlist at 6 too, 34 (33), 7, 15, 15. Kept off.
     writer_sentences: int | None = None
+    # A name the question uses that the document mentions at most this many times must be in the sentence answered
+    # with or in its passage (core.question_names); None: no such rule. On the development set it marks "Who was
+    # the captain of the Margarethe?" and "Who is the maintainer of the Debian package of libtasn1?" unanswerable
+    # and changes no other answer (the sentence alone, not its passage, lost one follow-up's stated answer).
+    rare_name_mentions: int | None = 2
 
     def __post_init__(self) -> None:
         if self.style not in GROUNDING_STYLES:
@@ -90,6 +95,8 @@ class GroundingConfig:
             raise ValueError(f"at least one sentence must be scored, got {self.sentences}")
         if self.standout is not None and not self.standout >= 0.0:
             raise ValueError(f"standout must be a log-probability gap of 0 or more, or None, got {self.standout!r}")
+        if self.rare_name_mentions is not None and self.rare_name_mentions < 0:
+            raise ValueError(f"rare name mentions must be 0 or more, or None, got {self.rare_name_mentions!r}")
         if self.writer_sentences is not None and self.writer_sentences < 1:
             raise ValueError(f"the writer needs at least 1 sentence to read, got {self.writer_sentences}")
 
@@ -123,13 +130,24 @@ def agrees(written: str, sentence: Sentence | None, question: str, agreement: fl
     return (len(added) - len(missing)) / len(added) >= agreement
 
 
-def stands_out(verdict: Verdict, question: str, earlier: str, standout: float | None) -> bool:
-    """Whether the judge's best sentence answers on its own: it leads the next best by `standout` and adds to the
-    question (and the `earlier` ones it follows) the kind of thing asked (core.question_kind). A single sentence
-    has nothing to stand out from."""
+def holds_names(sentence: Sentence, names: Sequence[str], passages: Sequence[str]) -> bool:
+    """Whether the sentence, or the passage it comes from (`passages`, indexed by Sentence.span), holds each of
+    `names` (core.question_names: the rare names the question asks about). The passage counts: the sentence that
+    answers often says "he" of the name the sentence before it gives ("Tomas had been taken on as an apprentice
+    ... In his first month he had helped Master Ruel to repair the great clock")."""
+    if not names:
+        return True
+    held = [sentence.text] + ([passages[sentence.span]] if 0 <= sentence.span < len(passages) else [])
+    return not unsupported_words(" ".join(names), held)
+
+
+def stands_out(verdict: Verdict, question: str, earlier: str, standout: float | None, names_held: bool = True) -> bool:
+    """Whether the judge's best sentence answers on its own: it leads the next best by `standout`, adds to the
+    question (and the `earlier` ones it follows) the kind of thing asked (core.question_kind), and (`names_held`)
+    holds the question's rare names. A single sentence has nothing to stand out from."""
     if standout is None or verdict.sentence is None or verdict.standout is None:
         return False
-    return verdict.standout >= standout and holds_kind(verdict.sentence.text, question, earlier)
+    return verdict.standout >= standout and holds_kind(verdict.sentence.text, question, earlier) and names_held
 
 
 def _written(engine, pot, question, passages, decoding, stats, history, pot_entries, question_first) -> Iterator[str]:
@@ -174,6 +192,7 @@ def grounded_answer(
     earlier: str = "",
     history: Sequence[tuple[str, str]] = (),
     carried: Sequence[str] = (),
+    names: Sequence[str] = (),
     pot_entries: int | None = 0,
     question_first: bool = False,
 ) -> Iterator[str]:
@@ -183,7 +202,9 @@ def grounded_answer(
     question and scores the question alone (Engine.question_likelihoods' context). `carried`: earlier answers given
     in the document's words; when the follow-up asks a number, version, date or name, they are judged with the
     passages' sentences, since the fact asked for is often in the sentence just quoted ("For how many years had
-    she kept it?"). A question of no particular kind does not weigh them: any earlier sentence adds some word."""
+    she kept it?"). A question of no particular kind does not weigh them: any earlier sentence adds some word.
+    `names`: the names the question asks about that the document hardly mentions (core.question_names): the
+    sentence answered with must hold each."""
     started = time.perf_counter()
     checked = bool(passages) and not (config.style == "free" and config.answerable_margin is None)
     if not checked:
@@ -200,13 +221,14 @@ def grounded_answer(
     verdict.sentence = ranked[0] if ranked else None
     verdict.standout = ranked[0].score - ranked[1].score if len(ranked) > 1 else None
     verdict.kept_written = False
+    best_names_held = verdict.sentence is None or holds_names(verdict.sentence, names, texts)
     if config.answerable_margin is not None and verdict.sentence is not None:
         verdict.margin = verdict.sentence.score - engine.question_likelihoods([[]], question, earlier)[0]
     if config.answerable_margin is not None and (verdict.margin is None or verdict.margin < config.answerable_margin):
         verdict.answerable, verdict.reason = False, "margin"
     elif config.style == "sentence" and verdict.sentence is not None:
         answer, verdict.reason = verdict.sentence.text, "sentence"
-    elif config.style == "checked" and stands_out(verdict, question, earlier, config.standout):
+    elif config.style == "checked" and stands_out(verdict, question, earlier, config.standout, best_names_held):
         answer, verdict.reason = verdict.sentence.text, "standout"
     else:
         short = decoding_for(decoding, None)
@@ -229,6 +251,7 @@ def grounded_answer(
                     for s in ranked[: config.shortlist]
                     if agrees(answer, s, f"{earlier} {question}", config.agreement)
                     and holds_kind(s.text, question, earlier)
+                    and holds_names(s, names, texts)
                 ),
                 None,
             )

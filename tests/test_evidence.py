@@ -772,3 +772,19 @@ def test_a_passage_of_lines_is_cited_at_the_line_its_quote_begins_on(tmp_path, i
     answer = "Line 5: the quick brown fox jumps over the lazy dog."
     arranged = arranged_citations(citations, answer, "What does line 5 say?")
     assert [c["label"] for c in arranged] == ["line 5", "line 6"]
+
+
+def test_the_rare_names_of_a_question_are_counted_in_the_stored_document(tmp_path, infinipot_home, attending_model_dir):
+    from infinipot.app.ask.evidence import rare_names
+
+    path = tmp_path / "notes.txt"
+    rows = [f"Line {i}: Elena walked along the quay." for i in range(1, 40)]
+    rows[20] = "Line 21: the schooner Margarethe struck the shoal."
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    service = DocumentService(infinipot_home, device="cpu")
+    read = service.read(path, PotConfig(pot_size=160, keep_size=64), attending_model_dir)
+    stored = service.open_pot(read.doc_id)
+    question = "Did Elena see the Margarethe, or the Debian ship?"
+    assert rare_names(service.library, stored, question, 2) == ["Margarethe", "Debian"]
+    assert rare_names(service.library, stored, question, None) == []  # the rule off
+    assert rare_names(service.library, stored, "What is the passkey?", 2) == []  # nothing named

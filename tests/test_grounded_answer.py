@@ -49,13 +49,22 @@ def judged(engine, monkeypatch, written: str, best: str, lead: float = 0.5) -> l
     return asked
 
 
-def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES, earlier="", carried=()):
+def ask(
+    engine,
+    question="Which license covers this manual?",
+    config=None,
+    passages=PASSAGES,
+    earlier="",
+    carried=(),
+    names=(),
+):
     config = config or GroundingConfig()
     verdict, stats = Verdict(), AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in passages]
-    text = "".join(
-        grounded_answer(engine, None, question, ids, None, stats, config, verdict, earlier=earlier, carried=carried)
+    answer = grounded_answer(
+        engine, None, question, ids, None, stats, config, verdict, earlier=earlier, carried=carried, names=names
     )
+    text = "".join(answer)
     return text, verdict, stats
 
 
@@ -255,3 +264,32 @@ def test_the_writer_reads_the_judges_best_sentences_best_last_when_set(engine, m
     assert read[1] == PASSAGES  # by default the writer reads the passages as read
     with pytest.raises(ValueError, match="at least 1 sentence"):
         GroundingConfig(writer_sentences=0)
+    with pytest.raises(ValueError, match="rare name"):
+        GroundingConfig(rare_name_mentions=-1)
+
+
+def test_a_sentence_without_the_rare_name_asked_about_is_no_answer(engine, monkeypatch):
+    passages = ["The steamer Grey Heron was commanded by Captain Josiah Pell. The sea was calm."]
+    heron = "The steamer Grey Heron was commanded by Captain Josiah Pell."
+    question = "Who was the captain of the Margarethe?"
+    # It stands out and holds a name, but not the ship asked about.
+    judged(engine, monkeypatch, "", heron, lead=1.0)
+    text, verdict, _ = ask(engine, question, passages=passages)
+    assert verdict.reason == "standout"  # without the rule
+    judged(engine, monkeypatch, "", heron, lead=1.0)
+    text, verdict, _ = ask(engine, question, passages=passages, names=["Margarethe"])
+    assert not verdict.answerable and text.startswith(NOT_ANSWERED)
+    # The written answer agrees with it on every word the question does not give: still no answer.
+    judged(engine, monkeypatch, "The captain of the Margarethe was Captain Josiah Pell.", heron)
+    _, verdict, _ = ask(engine, question, passages=passages, names=["Margarethe"])
+    assert not verdict.answerable and verdict.reason == "none"
+    # A sentence whose passage names it may say "she": the passage is about the ship asked about.
+    she = "She was commanded by Captain Wim Jansen."
+    judged(engine, monkeypatch, "", she, lead=1.0)
+    text, verdict, _ = ask(engine, question, passages=[f"The Margarethe sailed at dawn. {she}"], names=["Margarethe"])
+    assert verdict.answerable and text == she
+    # A sentence that names it answers.
+    named = "The Margarethe was commanded by Captain Wim Jansen."
+    judged(engine, monkeypatch, "", named, lead=1.0)
+    text, verdict, _ = ask(engine, question, passages=[named + " The sea was calm."], names=["Margarethe"])
+    assert verdict.answerable and text == named

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import torch
+
 from infinipot.app.ask.citing import Citation, page_label
 from infinipot.app.library.documents import DocumentNotFound, require_document, stored_token_ids
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
 from infinipot.core.evidence import EvidenceConfig, Span, find_evidence, holds_whole_document, span_breaks, widen
+from infinipot.core.question_names import asked_names, rarely_mentioned
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
@@ -45,6 +48,20 @@ def gather_evidence(
         heads,
     )
     return spans, []
+
+
+def rare_names(library: Library, stored: StoredPot, question: str, most: int | None) -> list[str]:
+    """The names `question` asks about that the document mentions at most `most` times (core.question_names);
+    none when the rule is off (`most` None), the question names nothing, or the document's text is gone."""
+    if most is None or not asked_names(question):
+        return []
+    document = require_document(library.store, stored.doc_id)
+    try:
+        path = stored_token_ids(library.files, document, stored.engine.loaded)
+    except DocumentNotFound:
+        return []
+    document_ids = torch.tensor(read_window(path, 0, token_count(path)), dtype=torch.int64)  # (T,)
+    return rarely_mentioned(question, document_ids, stored.engine.tokenizer, most)
 
 
 def span_citations(library: Library, stored: StoredPot, spans: list[Span]) -> list[Citation]:
