@@ -86,3 +86,21 @@ def test_citations_are_one_per_place_the_answers_source_first_with_its_quote():
     assert source_label(arranged[1]) == "page 27" and source_label(arranged[0]) == "page 2 (30%)"
     shown = chat_message("assistant", "It is the GNU Free Documentation License.", arranged)["content"]
     assert "> **page 2** “Under the **GNU** **Free** **Documentation** **License**.”" in shown
+
+
+def test_a_quote_is_placed_at_its_line_only_where_the_lines_of_its_text_are_known():
+    first = {
+        "label": "line 4",
+        "line": 4,
+        "token": 40,
+        "score": 0.5,
+        "snippet": "Line four here. Line five here.",
+        "line_starts": ((0, 4, 40), (16, 5, 50)),
+    }
+    # The same place cited again with text whose lines are not known (an attention citation's sentence).
+    second = {"label": "line 4", "line": 4, "token": 40, "score": 0.1, "snippet": "The pump failed at noon."}
+    arranged = arranged_citations([first, second], "The pump failed at noon.")
+    assert len(arranged) == 1 and arranged[0]["quote"] == "The pump failed at noon."
+    assert arranged[0]["label"] == "line 4" and "line_starts" not in arranged[0]  # not placed at line 5
+    arranged = arranged_citations([first], "Line five here.")
+    assert arranged[0]["label"] == "line 5" and arranged[0]["token"] == 50

@@ -126,9 +126,10 @@ def _one_per_place(citations: list[dict]) -> list[dict]:
             continue
         kept = merged[place]
         texts = [t for t in (kept.get("snippet"), citation.get("snippet")) if t]
-        shift = len(kept.get("snippet") or "") + len(" … ")
-        if kept.get("line_starts") and citation.get("line_starts") and len(texts) == 2 and texts[0] != texts[1]:
-            kept["line_starts"] = [*kept["line_starts"], *[(o + shift, ln, t) for o, ln, t in citation["line_starts"]]]
+        if len(texts) == 2 and texts[0] != texts[1]:  # the text grows: its lines are known if both parts' are
+            shift = len(texts[0]) + len(" … ")
+            later = [(offset + shift, line, token) for offset, line, token in citation.get("line_starts") or ()]
+            kept["line_starts"] = [*kept["line_starts"], *later] if kept.get("line_starts") and later else ()
         kept["snippet"] = " … ".join(dict.fromkeys(texts))
         kept["score"] = round((kept.get("score") or 0.0) + (citation.get("score") or 0.0), 3)
     return list(merged.values())
