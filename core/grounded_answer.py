@@ -141,13 +141,25 @@ def holds_names(sentence: Sentence, names: Sequence[str], passages: Sequence[str
     return not unsupported_words(" ".join(names), held)
 
 
-def stands_out(verdict: Verdict, question: str, earlier: str, standout: float | None, names_held: bool = True) -> bool:
+def stands_out(
+    verdict: Verdict,
+    question: str,
+    earlier: str,
+    standout: float | None,
+    names: Sequence[str] = (),
+    passages: Sequence[str] = (),
+) -> bool:
     """Whether the judge's best sentence answers on its own: it leads the next best by `standout`, adds to the
-    question (and the `earlier` ones it follows) the kind of thing asked (core.question_kind), and (`names_held`)
-    holds the question's rare names. A single sentence has nothing to stand out from."""
+    question (and the `earlier` ones it follows) the kind of thing asked (core.question_kind), and holds the
+    question's rare `names` (holds_names, with the `passages` it was cut from). A single sentence has nothing to
+    stand out from."""
     if standout is None or verdict.sentence is None or verdict.standout is None:
         return False
-    return verdict.standout >= standout and holds_kind(verdict.sentence.text, question, earlier) and names_held
+    return (
+        verdict.standout >= standout
+        and holds_kind(verdict.sentence.text, question, earlier)
+        and holds_names(verdict.sentence, names, passages)
+    )
 
 
 def _written(engine, pot, question, passages, decoding, stats, history, pot_entries, question_first) -> Iterator[str]:
@@ -221,14 +233,13 @@ def grounded_answer(
     verdict.sentence = ranked[0] if ranked else None
     verdict.standout = ranked[0].score - ranked[1].score if len(ranked) > 1 else None
     verdict.kept_written = False
-    best_names_held = verdict.sentence is None or holds_names(verdict.sentence, names, texts)
     if config.answerable_margin is not None and verdict.sentence is not None:
         verdict.margin = verdict.sentence.score - engine.question_likelihoods([[]], question, earlier)[0]
     if config.answerable_margin is not None and (verdict.margin is None or verdict.margin < config.answerable_margin):
         verdict.answerable, verdict.reason = False, "margin"
     elif config.style == "sentence" and verdict.sentence is not None:
         answer, verdict.reason = verdict.sentence.text, "sentence"
-    elif config.style == "checked" and stands_out(verdict, question, earlier, config.standout, best_names_held):
+    elif config.style == "checked" and stands_out(verdict, question, earlier, config.standout, names, texts):
         answer, verdict.reason = verdict.sentence.text, "standout"
     else:
         short = decoding_for(decoding, None)
