@@ -11,6 +11,7 @@ import torch
 from . import hf_adapter
 from .capacity import check_full_context
 from .config import PotConfig
+from .copy_drafts import CopyDrafts
 from .decoding import DecodingConfig, RepeatStop, WordKeys, decoding_for
 from .distill import distill
 from .errors import PotTooSmallError
@@ -340,8 +341,9 @@ class Engine:
         repeats = RepeatStop(enabled=decoding.stop_on_repeat)  # holds back text only while it may be a repeat
         stats.stopped_by = "end"
         word_keys = self.answer_word_keys() if decoding.no_repeat_ngram else None
+        drafts = CopyDrafts(request, decoding.copy_draft) if decoding.copy_draft else None
         for choice in generate(
-            self.model, cache, request, next_position, decoding, self.stop_ids, prior, word_keys, allowed
+            self.model, cache, request, next_position, decoding, self.stop_ids, prior, word_keys, allowed, drafts
         ):
             if choice.banned_best and repeats.retracing():
                 repeats.drop_unfinished()  # it wanted to go on copying an earlier sentence: it started repeating

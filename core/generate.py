@@ -9,6 +9,7 @@ from typing import NamedTuple
 import torch
 
 from . import hf_adapter
+from .copy_drafts import CopyDrafts
 from .decoding import Choice, DecodingConfig, WordKeys, choose_token, contrasted, sampler
 
 
@@ -33,6 +34,15 @@ class Prior(NamedTuple):
     start_position: int
 
 
+def read_after(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
+    """Run `ids` after the cache; returns the logits after each of them (T, V), fp32."""
+    device = next(model.parameters()).device
+    input_ids = torch.tensor([ids], device=device)  # (1, T)
+    positions = torch.arange(start_position, start_position + len(ids), device=device)[None]  # (1, T)
+    hidden = hf_adapter.run_decoder(model, cache, input_ids, positions)  # (1, T, hidden)
+    return hf_adapter.vocab_logits(model, hidden[0])  # (T, V)
+
+
 @torch.inference_mode()
 def generate(
     model,
@@ -44,18 +54,28 @@ def generate(
     prior: Prior | None = None,
     word_keys: WordKeys | None = None,
     allowed: torch.Tensor | None = None,
+    drafts: CopyDrafts | None = None,
 ) -> Iterator[Choice]:
     """Yield the answer's choices until an end-of-turn token or `decoding.max_new_tokens`; the stop token is not
     yielded. The n-gram bans see only the tokens yielded here, never the request or the pot (the word ban needs
     `word_keys`). With `prior` and
     `decoding.contrast`, the same answer is also run after `prior` and each choice is contrasted with it.
-    `allowed` (V,) bool: the only entries the answer may write (core.grounding); None: any."""
+    `allowed` (V,) bool: the only entries the answer may write (core.grounding); None: any.
+
+    With `drafts` (core.copy_drafts), each token is read together with a draft of the next ones; a drafted token
+    the decoding then chooses costs no forward of its own, and the first one it does not choose is dropped from the
+    cache with every drafted token after it. The choices are those of decoding one token at a time, up to the
+    rounding of a forward over several tokens (in bfloat16 a near tie can fall the other way). Not with the
+    contrast: the prior would have to read every draft too."""
     logits = prefill(model, cache, request_ids, start_position)  # (V,)
     position = start_position + len(request_ids)
     contrast = prior is not None and decoding.contrast > 0
     if contrast:
         prior_logits = prefill(model, prior.cache, prior.request_ids, prior.start_position)  # (V,)
         prior_position = prior.start_position + len(prior.request_ids)
+    if contrast:
+        drafts = None
+    ahead: list[tuple[int, torch.Tensor]] = []  # drafted tokens in the cache, each with the logits after it (V,)
     generator = sampler(decoding, logits.device)
     answer: list[int] = []
     for step in range(decoding.max_new_tokens):
@@ -71,12 +91,23 @@ def generate(
             return
         answer.append(choice.token)
         yield choice
-        if step + 1 < decoding.max_new_tokens:
-            logits = decode_one_token(model, cache, choice.token, position)
-            position += 1
-            if contrast:
-                prior_logits = decode_one_token(model, prior.cache, choice.token, prior_position)
-                prior_position += 1
+        if step + 1 == decoding.max_new_tokens:
+            return
+        if ahead and ahead[0][0] == choice.token:
+            logits = ahead.pop(0)[1]  # drafted and chosen: already read
+            continue
+        if ahead:
+            hf_adapter.drop_last(cache, len(ahead))  # the answer left the draft here
+            position -= len(ahead)
+            ahead = []
+        draft = drafts.propose(answer, decoding.max_new_tokens - step - 2) if drafts is not None else []
+        read = read_after(model, cache, [choice.token, *draft], position)  # (1 + k, V)
+        position += 1 + len(draft)
+        logits = read[0]
+        ahead = list(zip(draft, read[1:], strict=True))
+        if contrast:
+            prior_logits = decode_one_token(model, prior.cache, choice.token, prior_position)
+            prior_position += 1
 
 
 def stop_token_ids(model, tokenizer) -> set[int]:

@@ -15,7 +15,10 @@ Kinds, from the question's wording (English):
 - person: who, whom, whose;
 - anything else: the sentence must add some content word.
 
-A section number opening a sentence ("4.4 Error handling functions ...") is neither a version nor a quantity.
+A section number opening a sentence ("4.4 Error handling functions ...") is neither a version nor a quantity, and
+a timestamp or clock time ("2024-11-14T06:08:50.738Z", "06:03") is neither: every line of a log opens with one.
+A version is written with a dot or a "v" ("4.19.0", "1.3", "v2"), or as a number after "version", "release" or
+"since" ("version 3"); "max_connections=250" holds a number, not a version.
 """
 
 from __future__ import annotations
@@ -74,8 +77,31 @@ _DATE_VALUE = re.compile(r"^(?:1[5-9]\d\d|20\d\d)(?:\D|$)|^\d{1,2}/\d{1,2}(?:/\d
 _SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)+\.?$|^\d+\.$")
 
 
+# A timestamp, date or clock time as a log or a header writes it (removed before looking for a number or version).
+_TIMESTAMP = re.compile(
+    r"\b\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?Z?)?|\b\d{1,2}:\d\d(?::\d\d(?:\.\d+)?)?\b"
+)
+# A version as written: dotted numbers ("4.19.0", "1.3"), or "v" and a digit ("v3.14.2", "v2").
+_VERSION_VALUE = re.compile(r"^v?\d+(?:\.\d+)+|^v\d", re.IGNORECASE)
+# Words after which a bare number is a version ("version 3", "since 4").
+_VERSION_WORDS = frozenset({"version", "release", "since"})
+
+
 def _has_numeral(words: list[str]) -> bool:
     return any(_NUMERIC.match(word) for word in words)
+
+
+def _has_version(added: list[str], sentence: str) -> bool:
+    """Whether a word of `added` (from `sentence`) is a version: dotted or v-numbered, or a number after one of
+    _VERSION_WORDS."""
+    if any(_VERSION_VALUE.match(word) for word in added):
+        return True
+    added_set = set(added)
+    words = sentence.split()
+    return any(
+        before.lower().strip("(,:") in _VERSION_WORDS and _NUMERIC.match(word) and word.strip(".,;:)") in added_set
+        for before, word in zip(words, words[1:], strict=False)
+    )
 
 
 def _without_section_number(added: list[str], sentence: str) -> list[str]:
@@ -96,10 +122,12 @@ def holds_kind(sentence: str, question: str, earlier: str = "") -> bool:
     if not added:
         return False
     kind = question_kind(question)
-    if kind == "number":
-        return _has_numeral(_without_section_number(added, sentence)) or bool(_parts(added) & _NUMBER_WORDS)
-    if kind == "version":
-        return _has_numeral(_without_section_number(added, sentence))
+    if kind in ("number", "version"):
+        untimed = _TIMESTAMP.sub(" ", sentence)
+        values = _without_section_number(unsupported_words(untimed, [question, earlier]), untimed)
+        if kind == "version":
+            return _has_version(values, untimed)
+        return _has_numeral(values) or bool(_parts(added) & _NUMBER_WORDS)
     if kind == "date":
         return any(_DATE_VALUE.match(word) for word in added) or bool(_parts(added) & _MONTHS)
     if kind == "person":

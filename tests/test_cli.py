@@ -146,8 +146,10 @@ def test_the_decoding_flags_of_ask_and_summarize_become_the_decoding_config():
     from infinipot.core.decoding import DecodingConfig
 
     flags = ["--max-new-tokens", "40", "--temperature", "0.7", "--top-p", "0.9", "--seed", "3"]
-    flags += ["--no-repeat-ngram", "0", "--allow-repeats", "--contrast", "0.5"]
-    expected = DecodingConfig(40, temperature=0.7, top_p=0.9, seed=3, no_repeat_ngram=0, stop_on_repeat=False)
+    flags += ["--no-repeat-ngram", "0", "--allow-repeats", "--copy-draft", "4", "--contrast", "0.5"]
+    expected = DecodingConfig(
+        40, temperature=0.7, top_p=0.9, seed=3, no_repeat_ngram=0, stop_on_repeat=False, copy_draft=4
+    )
     for command in (["ask", "doc", "Why?"], ["ask-across", "a", "b", "--question", "Why?"], ["summarize", "doc"]):
         questions = command[0] != "summarize"  # a summary answers no question: nothing to contrast
         args = build_parser().parse_args([*command, *(flags if questions else flags[:-2])])
@@ -160,3 +162,12 @@ def test_the_decoding_flags_of_ask_and_summarize_become_the_decoding_config():
 def test_an_impossible_contrast_is_one_line(capsys, document, tiny_model_dir):
     read = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, "--pot-size", "128", "--json"])
     expect_one_line_error(capsys, ["ask", read["doc_id"], "Why?", "--contrast", "-1"], "contrast")
+    expect_one_line_error(capsys, ["ask", read["doc_id"], "Why?", "--copy-draft", "-1"], "copy draft")
+
+
+def test_an_answer_with_copy_drafts_is_the_answer_without(capsys, document, tiny_model_dir):
+    read = run_json(capsys, ["read", str(document), "--model", tiny_model_dir, "--pot-size", "128", "--json"])
+    asked = ["ask", read["doc_id"], "What is in the text?", "--max-new-tokens", "24", "--json"]
+    without = run_json(capsys, [*asked, "--copy-draft", "0"])
+    drafted = run_json(capsys, [*asked, "--copy-draft", "8"])
+    assert drafted["answer"] == without["answer"] and drafted["answer"]

@@ -60,6 +60,27 @@ def test_a_section_number_is_no_version_and_a_number_is_no_date():
     assert holds_kind("2024-11-14T13:37:47.557Z ERROR upstream card processor timeout", "When did it time out?")
 
 
+def test_a_timestamp_is_no_number_or_version_and_a_version_is_written_as_one():
+    version = "Which version of orders-platform was started?"
+    config_line = (
+        "2024-11-14T06:08:50.738Z INFO [config] shop-prod-03 req-db5b5fab config loaded from /etc/orders/platform.toml:"
+        " max_connections=250 pool_timeout=30s region=eu-west-2"
+    )
+    assert not holds_kind(config_line, version)  # a timestamp and a setting's value, no version
+    assert holds_kind("2024-11-14T06:03:57.217Z INFO [supervisor] starting orders-platform v3.14.2", version)
+    assert holds_kind("Copying is allowed under the GNU General Public License version 3.", "Which version of it?")
+    assert holds_kind("It has been in the library since 2.", "Since which release does it exist?")
+    assert not holds_kind("The file lists 250 globs.", version)
+    many = "How many SKUs did the catalog cache hit?"
+    assert not holds_kind(
+        "2024-11-14T07:20:53.636Z DEBUG [catalog-cache] shop-prod-03 req-c4ff64de hit SKU-13665", many
+    )
+    assert holds_kind("2024-11-14T07:20:53.636Z DEBUG [catalog-cache] 42 SKUs hit", many)
+    assert not holds_kind("The job ran at 06:03 and then stopped.", "How often does the job run?")
+    # Dates keep their timestamps.
+    assert holds_kind("2024-11-14T13:37:47.557Z ERROR upstream card processor timeout", "When did it time out?")
+
+
 def test_any_other_question_needs_a_content_word_of_the_sentence_own():
     question = "Which license covers this manual?"
     assert holds_kind("The GNU Free Documentation License covers this manual.", question)

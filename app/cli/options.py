@@ -114,6 +114,13 @@ def add_decoding_options(parser: argparse.ArgumentParser, questions: bool = True
     parser.add_argument(
         "--allow-repeats", action="store_true", help="do not end the answer when it starts repeating a sentence"
     )
+    parser.add_argument(
+        "--copy-draft",
+        type=int,
+        default=DECODING.copy_draft,
+        help="read each token with up to N next ones copied from the prompt (faster where the answer copies it; "
+        f"in bfloat16 a near tie may fall otherwise); 0 off, up to 64 (default {DECODING.copy_draft})",
+    )
     if not questions:
         return
     parser.add_argument(
@@ -134,6 +141,7 @@ def decoding_config(args: argparse.Namespace) -> DecodingConfig:
         no_repeat_ngram=args.no_repeat_ngram,
         stop_on_repeat=not args.allow_repeats,
         contrast=getattr(args, "contrast", DECODING.contrast),
+        copy_draft=args.copy_draft,
     )
 
 

@@ -5,7 +5,8 @@ through the app's Python API (DocumentService.ask) with one answer-grounding set
         [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--margin 0.9|none]
         [--standout 0.75|none]
         [--sets answerable,unanswerable,followups,paraphrases] [--pointer retrieval-heads|later-layers]
-        [--words-per-attention N] [--words-lead-score S] [--neighbour-sentences N] [--threads 2] [--report-only]
+        [--words-per-attention N] [--words-lead-score S] [--neighbour-sentences N] [--copy-draft N] [--threads 2]
+        [--report-only]
 
 Each run is named by its setting (`checked+standout0.75@none`, `checked@0.9`, `free@none`, ...). One JSON line
 per answer is appended to <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a
@@ -85,6 +86,8 @@ def answer_all(args, label: str) -> None:
     if args.shortlist:
         grounding = replace(grounding, shortlist=args.shortlist)
     settings = replace(settings, grounding=grounding)
+    if args.copy_draft is not None:
+        settings = replace(settings, decoding=replace(settings.decoding, copy_draft=args.copy_draft))
     pointing = {
         "pointer": args.pointer,
         "words_per_attention": args.words_per_attention,
@@ -213,6 +216,7 @@ def main() -> None:
     parser.add_argument("--neighbour-sentences", type=int, help="sentences the spans read take on each side")
     parser.add_argument("--writer-sentences", type=int, help="the writer reads the judge's best N sentences")
     parser.add_argument("--shortlist", type=int, help="the judge's best sentences the written answer may agree with")
+    parser.add_argument("--copy-draft", type=int, help="the decoding's copy drafts, in tokens (0: off)")
     parser.add_argument("--note", help="added to the run's label (what this run tries)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
@@ -234,6 +238,8 @@ def main() -> None:
             label += f", the writer reads the judge's best {args.writer_sentences} sentences"
         if args.shortlist:
             label += f", shortlist {args.shortlist}"
+        if args.copy_draft is not None:
+            label += f", copy drafts {args.copy_draft}"
         if args.note:
             label += f", {args.note}"
         answer_all(args, label)
