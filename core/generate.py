@@ -13,13 +13,17 @@ from .copy_drafts import CopyDrafts
 from .decoding import Choice, DecodingConfig, WordKeys, choose_token, contrasted, sampler
 
 
-def prefill(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
-    """Run the request tokens after the pot; returns the logits of the last one (V,)."""
+def _hidden_after(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
+    """The final hidden states (1, T, hidden) of `ids` read after the cache at positions from `start_position`."""
     device = next(model.parameters()).device
     input_ids = torch.tensor([ids], device=device)  # (1, T)
     positions = torch.arange(start_position, start_position + len(ids), device=device)[None]  # (1, T)
-    hidden = hf_adapter.run_decoder(model, cache, input_ids, positions)  # (1, T, hidden)
-    return hf_adapter.vocab_logits(model, hidden[0, -1])
+    return hf_adapter.run_decoder(model, cache, input_ids, positions)  # (1, T, hidden)
+
+
+def prefill(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
+    """Run the request tokens after the pot; returns the logits of the last one (V,)."""
+    return hf_adapter.vocab_logits(model, _hidden_after(model, cache, ids, start_position)[0, -1])
 
 
 def decode_one_token(model, cache, token: int, position: int) -> torch.Tensor:
@@ -36,11 +40,7 @@ class Prior(NamedTuple):
 
 def read_after(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
     """Run `ids` after the cache; returns the logits after each of them (T, V), fp32."""
-    device = next(model.parameters()).device
-    input_ids = torch.tensor([ids], device=device)  # (1, T)
-    positions = torch.arange(start_position, start_position + len(ids), device=device)[None]  # (1, T)
-    hidden = hf_adapter.run_decoder(model, cache, input_ids, positions)  # (1, T, hidden)
-    return hf_adapter.vocab_logits(model, hidden[0])  # (T, V)
+    return hf_adapter.vocab_logits(model, _hidden_after(model, cache, ids, start_position)[0])  # (T, V)
 
 
 @torch.inference_mode()
@@ -73,7 +73,6 @@ def generate(
     if contrast:
         prior_logits = prefill(model, prior.cache, prior.request_ids, prior.start_position)  # (V,)
         prior_position = prior.start_position + len(prior.request_ids)
-    if contrast:
         drafts = None
     ahead: list[tuple[int, torch.Tensor]] = []  # drafted tokens in the cache, each with the logits after it (V,)
     generator = sampler(decoding, logits.device)
