@@ -398,6 +398,7 @@ class DocumentService:
             stats.written_answer = verdict.written
             stats.answered_by = verdict.reason
             stats.ranked_sentences = [sentence.text for sentence in verdict.ranked]
+            stats.ranked_scores = [round(sentence.score, 4) for sentence in verdict.ranked]
             yield piece
 
     def summarize(

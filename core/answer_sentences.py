@@ -28,6 +28,11 @@ _LONGEST_WORDS = 60
 _ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s))")
 # Tokens of a sentence that are scored: a longer one is judged by its start (bounds one batched pass).
 _SCORED_TOKENS = 96
+# Where a sentence ends for the reader: a stop after a word or a closing mark, not a table of contents' dot leaders
+# (". . . . 12"), with its closing quotes or brackets.
+_WHOLE_SENTENCE_END = re.compile(r"(?<=[^\s.])[.!?][\"'”’)\]]*(?=\s|$)")
+# Words in a stretch of text: what a written answer copies from a sentence is counted in these.
+_RUN_WORD = re.compile(r"[^\W_]+(?:[.'][^\W_]+)*")
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,39 @@ def split_sentences(text: str) -> list[str]:
         else:
             pieces.append(part)
     return [" ".join(piece.split()) for piece in pieces]
+
+
+def whole_sentences_end(text: str) -> int:
+    """How much of a passage a reader takes so that it ends with a whole sentence: the text after the passage's
+    last sentence stop is left out when it holds no item of its own (a log line, a table row) and is shorter than
+    what comes before it; otherwise (no stop at all, or a long tail of lines) the whole text.
+
+    A passage widened to the lines around its sentences can end with the start of what follows: "... included in
+    the section entitled “GNU Free Documentation License”. i Table of Contents 1 Introduction . . . . ." A 135M
+    writer handed that continues the table of contents ("i ii iii iv ...") instead of answering."""
+    stops = list(_WHOLE_SENTENCE_END.finditer(text))
+    if not stops:
+        return len(text)
+    end = stops[-1].end()
+    tail = text[end:]
+    if not tail.strip() or _ITEM_START.search(tail) or len(tail.strip()) >= len(text[:end].strip()):
+        return len(text)
+    return end
+
+
+def longest_copied_run(written: str, sentence: str) -> int:
+    """The most consecutive words (case folded) that `written` shares with `sentence`."""
+    ours = [word.lower() for word in _RUN_WORD.findall(written)]
+    theirs = [word.lower() for word in _RUN_WORD.findall(sentence)]
+    best, previous = 0, [0] * (len(theirs) + 1)
+    for word in ours:
+        current = [0] * (len(theirs) + 1)
+        for j, other in enumerate(theirs, start=1):
+            if word == other:
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+        previous = current
+    return best
 
 
 def ranked_sentences(

@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from .answer_sentences import Sentence, ranked_sentences
+from .answer_sentences import Sentence, longest_copied_run, ranked_sentences, whole_sentences_end
 from .decoding import DecodingConfig, decoding_for
 from .engine import AnswerStats, Engine
 from .grounding import unsupported_words
@@ -81,6 +81,14 @@ class GroundingConfig:
     # the captain of the Margarethe?" and "Who is the maintainer of the Debian package of libtasn1?" unanswerable
     # and changes no other answer (the sentence alone, not its passage, lost one follow-up's stated answer).
     rare_name_mentions: int | None = 2
+    # The sentence the written answer copies at least this many consecutive words from (the longest such run, among
+    # all the judge ranked) may agree with it too, wherever the judge ranked it: the writer often answers from the
+    # sentence ranked fourth or fifth ("She took a room at an inn called The Copper Kettle ..."), and quoting the
+    # sentence it copied is quoting its source. None: only the shortlist.
+    copied_words: int | None = 4
+    # The writer reads each passage up to its last whole sentence (answer_sentences.whole_sentences_end), not
+    # the start of a table of contents or heading after it.
+    whole_sentences: bool = True
 
     def __post_init__(self) -> None:
         if self.style not in GROUNDING_STYLES:
@@ -97,6 +105,8 @@ class GroundingConfig:
             raise ValueError(f"standout must be a log-probability gap of 0 or more, or None, got {self.standout!r}")
         if self.rare_name_mentions is not None and self.rare_name_mentions < 0:
             raise ValueError(f"rare name mentions must be 0 or more, or None, got {self.rare_name_mentions!r}")
+        if self.copied_words is not None and self.copied_words < 1:
+            raise ValueError(f"copied words must be 1 or more, or None, got {self.copied_words!r}")
         if self.writer_sentences is not None and self.writer_sentences < 1:
             raise ValueError(f"the writer needs at least 1 sentence to read, got {self.writer_sentences}")
 
@@ -113,7 +123,8 @@ class Verdict:
     unsupported: tuple[str, ...] = ()  # content words of the written answer that the sentence does not hold
     written: str = ""  # the answer the model wrote, shown or not ("" when the best sentence stood out)
     standout: float | None = None  # the best sentence's score above the next best's
-    reason: str = ""  # why the answer is what it is: "standout", "agreement", "free", "sentence", "margin", "none"
+    # why the answer is what it is: "standout", "agreement", "earlier", "free", "sentence", "margin", "none"
+    reason: str = ""
 
 
 def agrees(written: str, sentence: Sentence | None, question: str, agreement: float) -> bool:
@@ -162,6 +173,19 @@ def stands_out(
     )
 
 
+def earlier_fact(ranked: Sequence[Sentence], first_carried: int, question: str, earlier: str, shortlist: int):
+    """The earlier answer's sentence that answers a follow-up asking a number, version, date or person, when none
+    of the judge's best `shortlist` sentences of the passages holds one and it does ("What version of it?" after
+    "Under which license is this manual distributed?" was answered "Permission is granted ... under the terms of
+    the GNU Free Documentation License, Version 1.3 ..."). The judge ranks such short follow-ups poorly: what they
+    ask is in one word ("version") of a few. `first_carried`: the span index from which ranked sentences are
+    earlier answers."""
+    best_read = [s for s in ranked if s.span < first_carried][:shortlist]
+    if question_kind(question) == "other" or any(holds_kind(s.text, question, earlier) for s in best_read):
+        return None
+    return next((s for s in ranked if s.span >= first_carried and holds_kind(s.text, question, earlier)), None)
+
+
 def _written(engine, pot, question, passages, decoding, stats, history, pot_entries, question_first) -> Iterator[str]:
     """The writer: the model's own answer from the passages read after the pot."""
     return engine.answer(
@@ -174,6 +198,34 @@ def _written(engine, pot, question, passages, decoding, stats, history, pot_entr
         question_first=question_first,
         history=history,
     )
+
+
+def to_whole_sentences(tokenizer, ids: Sequence[int]) -> list[int]:
+    """The passage's tokens up to its last whole sentence (answer_sentences.whole_sentences_end), cut between
+    tokens: the longest prefix whose text stays within the kept characters."""
+    ids = list(ids)
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    keep = whole_sentences_end(text)
+    if keep >= len(text):
+        return ids
+    low, high = 1, len(ids)  # the longest prefix of tokens whose text is at most `keep` characters
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(tokenizer.decode(ids[:middle], skip_special_tokens=True)) <= keep:
+            low = middle
+        else:
+            high = middle - 1
+    return ids[:low]
+
+
+def copied_sentence(written: str, ranked: Sequence[Sentence], least: int | None) -> Sentence | None:
+    """The ranked sentence `written` copies the longest run of consecutive words from, if that run has at least
+    `least` words (ties: the better ranked)."""
+    if least is None or not written:
+        return None
+    runs = [longest_copied_run(written, sentence.text) for sentence in ranked]
+    best = max(range(len(runs)), key=lambda i: (runs[i], -i), default=None)
+    return ranked[best] if best is not None and runs[best] >= least else None
 
 
 # Words of the closest sentence quoted in a not-found answer: a table or listing taken for one sentence would
@@ -226,6 +278,7 @@ def grounded_answer(
         return
     tokenizer = engine.tokenizer
     texts = [tokenizer.decode(list(ids), skip_special_tokens=True) for ids in passages]
+    first_carried = len(texts)
     if carried and question_kind(question) != "other":
         texts += list(carried)  # last: ranked_sentences takes the last passage's sentences first
     ranked = ranked_sentences(engine, texts, question, config.sentences, earlier)
@@ -233,6 +286,7 @@ def grounded_answer(
     verdict.sentence = ranked[0] if ranked else None
     verdict.standout = ranked[0].score - ranked[1].score if len(ranked) > 1 else None
     verdict.kept_written = False
+    shortlist = config.shortlist
     if config.answerable_margin is not None and verdict.sentence is not None:
         verdict.margin = verdict.sentence.score - engine.question_likelihoods([[]], question, earlier)[0]
     if config.answerable_margin is not None and (verdict.margin is None or verdict.margin < config.answerable_margin):
@@ -241,12 +295,16 @@ def grounded_answer(
         answer, verdict.reason = verdict.sentence.text, "sentence"
     elif config.style == "checked" and stands_out(verdict, question, earlier, config.standout, names, texts):
         answer, verdict.reason = verdict.sentence.text, "standout"
+    elif config.style == "checked" and (held := earlier_fact(ranked, first_carried, question, earlier, shortlist)):
+        verdict.sentence, answer, verdict.reason = held, held.text, "earlier"
     else:
         short = decoding_for(decoding, None)
         short = replace(short, max_new_tokens=min(short.max_new_tokens, config.written_tokens))
         if config.style != "checked":
             short = decoding  # "free" with a margin, or "sentence" with nothing ranked: the writer is shown
         writer_reads = passages
+        if config.whole_sentences:
+            writer_reads = [to_whole_sentences(tokenizer, ids) for ids in passages]
         if config.writer_sentences is not None and ranked:
             best_last = reversed(ranked[: config.writer_sentences])
             writer_reads = [tokenizer(sentence.text, add_special_tokens=False)["input_ids"] for sentence in best_last]
@@ -256,10 +314,14 @@ def grounded_answer(
             verdict.unsupported = tuple(
                 unsupported_words(answer, [verdict.sentence.text if verdict.sentence else "", question, earlier])
             )
+            candidates = list(ranked[: config.shortlist])
+            source = copied_sentence(answer, ranked, config.copied_words)
+            if source is not None and source not in candidates:
+                candidates.append(source)
             agreeing = next(
                 (
                     s
-                    for s in ranked[: config.shortlist]
+                    for s in candidates
                     if agrees(answer, s, f"{earlier} {question}", config.agreement)
                     and holds_kind(s.text, question, earlier)
                     and holds_names(s, names, texts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from tiny_models import tiny_loaded
 
-from infinipot.core.answer_sentences import ranked_sentences, split_sentences
+from infinipot.core.answer_sentences import longest_copied_run, ranked_sentences, split_sentences, whole_sentences_end
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.grounded_answer import CLOSEST_WORDS, NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
@@ -248,16 +248,22 @@ def test_log_lines_dates_and_list_items_are_sentences_of_their_own_and_wrapped_n
     ]
 
 
-def test_the_writer_reads_the_judges_best_sentences_best_last_when_set(engine, monkeypatch):
+def writer_reads(engine, monkeypatch, written: str) -> list[list[str]]:
+    """judged(), and the texts the writer is handed at each ask, in order."""
     read: list[list[str]] = []
-    judged(engine, monkeypatch, "The manual is under the GNU Free Documentation License.", BEST)
-    passages_seen = engine.answer
+    judged(engine, monkeypatch, written, BEST)
+    writer = engine.answer
 
     def answer(pot, question, decoding=None, stats=None, **kwargs):
         read.append([engine.tokenizer.decode(list(ids)) for ids in kwargs["evidence"]])
-        return passages_seen(pot, question, decoding, stats, **kwargs)
+        return writer(pot, question, decoding, stats, **kwargs)
 
     monkeypatch.setattr(engine, "answer", answer)
+    return read
+
+
+def test_the_writer_reads_the_judges_best_sentences_best_last_when_set(engine, monkeypatch):
+    read = writer_reads(engine, monkeypatch, "The manual is under the GNU Free Documentation License.")
     ask(engine, config=GroundingConfig(writer_sentences=2))
     assert len(read[0]) == 2 and read[0][-1] == BEST  # the likeliest sentence nearest the question
     ask(engine)
@@ -293,3 +299,82 @@ def test_a_sentence_without_the_rare_name_asked_about_is_no_answer(engine, monke
     judged(engine, monkeypatch, "", named, lead=1.0)
     text, verdict, _ = ask(engine, question, passages=[named + " The sea was calm."], names=["Margarethe"])
     assert verdict.answerable and text == named
+
+
+def scored(engine, monkeypatch, written: str, scores: dict[str, float]) -> None:
+    """The writer writes `written`; the judge gives each sentence in `scores` its score, any other -5."""
+
+    def answer(pot, question, decoding=None, stats=None, **kwargs):
+        if stats is not None:
+            stats.ttft_seconds, stats.token_ids = 0.01, encode(engine.tokenizer, written)
+        return iter([written])
+
+    def likelihoods(rows, question, context=""):
+        return [scores.get(engine.tokenizer.decode(row).strip(), -5.0) for row in rows]
+
+    monkeypatch.setattr(engine, "answer", answer)
+    monkeypatch.setattr(engine, "question_likelihoods", likelihoods)
+
+
+def test_a_passage_ends_for_the_writer_at_its_last_whole_sentence():
+    toc = "A copy is included in the section entitled “GNU Free Documentation License”."
+    assert whole_sentences_end(f"Permission is granted. {toc}\ni\nTable of Contents\n1 Introduction . . . . .") == len(
+        f"Permission is granted. {toc}"
+    )
+    # Kept whole: no stop at all, a tail of log lines, a tail as long as what it follows, a passage that ends well.
+    for text in (
+        "1 Introduction . . . . . 1\n2 Using . . . . . 3",
+        "Reload done.\n2024-11-14T06:03:11Z INFO retry_backoff_ms 200 -> 850\n2024-11-14T06:03:12Z WARN slow",
+        "Short one. And then a long heading line that goes on and on without any stop at all",
+        f"Permission is granted. {toc}",
+    ):
+        assert whole_sentences_end(text) == len(text)
+
+
+def test_the_writer_reads_the_passages_without_a_trailing_table_of_contents(engine, monkeypatch):
+    read = writer_reads(engine, monkeypatch, "It is the GNU Free Documentation License.")
+    passages = [PASSAGES[0], f"{PASSAGES[1]}\ni\nTable of Contents\n1 Introduction . . . . . . ."]
+    ask(engine, passages=passages)
+    assert read[0] == PASSAGES
+    ask(engine, passages=passages, config=GroundingConfig(whole_sentences=False))
+    assert read[1] == passages
+
+
+def test_the_sentence_the_written_answer_copies_from_may_agree_wherever_the_judge_ranked_it(engine, monkeypatch):
+    inn = "She took a room at an inn called The Copper Kettle, which stood beside the bridge."
+    passages = [f"The road was long. The rain fell. Orlen lay below. The river was high. {inn}"]
+    scores = {"The road was long.": -1.0, "The rain fell.": -1.5, "Orlen lay below.": -2.0, "The river was high.": -2.5}
+    question = "What was the inn in Orlen called?"
+    # The inn's sentence is ranked fifth, beyond the shortlist of three; the answer copies four of its words.
+    scored(engine, monkeypatch, "The inn in Orlen was called The Copper Kettle.", scores)
+    text, verdict, _ = ask(engine, question, passages=passages)
+    assert verdict.reason == "agreement" and text == inn
+    assert not ask(engine, question, passages=passages, config=GroundingConfig(copied_words=None))[1].answerable
+    # Three words copied in a row ("The Copper Kettle") are not enough to say which sentence it came from.
+    scored(engine, monkeypatch, "Copper Kettle was the inn's name.", scores)
+    assert not ask(engine, question, passages=passages, config=GroundingConfig(copied_words=3))[1].answerable
+    assert longest_copied_run("The inn in Orlen was called The Copper Kettle.", inn) == 4
+    assert longest_copied_run("", inn) == 0
+    with pytest.raises(ValueError, match="copied words"):
+        GroundingConfig(copied_words=0)
+
+
+def test_a_follow_up_asking_a_version_takes_the_earlier_answers_fact_when_no_best_sentence_holds_one(
+    engine, monkeypatch
+):
+    earlier = "Under which license is this manual distributed?"
+    stated = "Permission is granted under the terms of the GNU Free Documentation License, Version 1.3."
+    passages = ["We have designed this License for manuals. It complements the GNU General Public License."]
+    low = {"We have designed this License for manuals.": -1.0, "It complements the GNU General Public License.": -1.2}
+    scored(engine, monkeypatch, "It is version 2.0.", {**low, stated: -4.0})
+    text, verdict, _ = ask(engine, "What version of it?", None, passages, earlier, carried=[stated])
+    assert verdict.reason == "earlier" and verdict.answerable and text == stated
+    # A best sentence that holds a version leaves the follow-up to the usual rules.
+    versioned = ["We have designed this License for manuals. Version 1.2 complements the GNU General Public License."]
+    scored(engine, monkeypatch, "It is version 2.0.", {"Version 1.2 complements the GNU General Public License.": -1.0})
+    _, verdict, _ = ask(engine, "What version of it?", None, versioned, earlier, carried=[stated])
+    assert verdict.reason != "earlier"
+    # A question of no particular kind is not answered by the earlier sentence, nor is a follow-up with none.
+    scored(engine, monkeypatch, "It is version 2.0.", {**low, stated: -4.0})
+    assert ask(engine, "And what does it cover?", None, passages, earlier, carried=[stated])[1].reason != "earlier"
+    assert ask(engine, "What version of it?", None, passages, earlier)[1].reason == "none"

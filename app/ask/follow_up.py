@@ -19,7 +19,7 @@ NOT_FOUND_TURN = "I did not find a direct answer in the document."
 # answer is a sentence of the document, and a follow-up may be answered by it again ("For how many years had she
 # kept it?" after "Who kept the Gull Head light?" -> "... Ida Marlowe ... had kept the light for twenty-seven
 # years ...").
-STATED_REASONS = frozenset({"standout", "agreement", "sentence"})
+STATED_REASONS = frozenset({"standout", "agreement", "sentence", "earlier"})
 # Earlier (question, answer) turns a follow-up sees: the last one. A 135M model follows one turn back; longer
 # histories fill its context with earlier answers, which may be wrong.
 FOLLOW_UP_TURNS = 1

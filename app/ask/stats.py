@@ -22,6 +22,7 @@ class AskStats(AnswerStats):
     # The sentence of the passages read that the answer was checked against (and is quoted first); "" when none.
     answer_sentence: str = ""
     ranked_sentences: list[str] = field(default_factory=list)  # the judge's sentences, best first
+    ranked_scores: list[float] = field(default_factory=list)  # their scores (mean log-probability of the question)
     written_answer: str = ""  # what the model wrote before the check ("" when the best sentence stood out)
     # Why the answer is what it is (core.grounded_answer.Verdict.reason): "standout", "agreement", "none", ...
     answered_by: str = ""

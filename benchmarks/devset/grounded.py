@@ -61,6 +61,7 @@ def _ask(service, doc_id, question, settings, conversation_id=None, record=False
         "written": stats.written_answer,
         "answered_by": stats.answered_by,
         "ranked": stats.ranked_sentences,
+        "ranked_scores": stats.ranked_scores,
         "snippets": [c.get("snippet") or "" for c in stats.citations],
         "quote": (stats.citations[0].get("quote") if stats.citations else "") or "",
         "labels": [c.get("label") for c in stats.citations],
