@@ -16,7 +16,13 @@ from pathlib import Path
 
 from infinipot.app.ask import across, evidence, library, reread, summary
 from infinipot.app.ask.conversation import cited_answer, recorded_answer
-from infinipot.app.ask.follow_up import NOT_FOUND_TURN, STATED_REASONS, follow_up_query, turns_in_view
+from infinipot.app.ask.follow_up import (
+    NOT_FOUND_TURN,
+    STATED_REASONS,
+    RecordedTurn,
+    follow_up_query,
+    turns_in_view,
+)
 from infinipot.app.ask.held import HeldStream
 from infinipot.app.ask.library import LibraryConfig, LibraryStats
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
@@ -271,9 +277,9 @@ class DocumentService:
             if conversation_id is not None:
                 self.require_conversation(conversation_id, stored.doc_id)
             recorded = self._recorded_turns(conversation_id) if conversation_id is not None else []
-            history = turns_in_view(question, [(asked, answer) for asked, answer, _ in recorded])
+            history = turns_in_view(question, [(turn.question, turn.answer) for turn in recorded])
             # The answers in view that were sentences of the document (history is the last turns of `recorded`).
-            carried = [answer for _, answer, stated in recorded[len(recorded) - len(history) :] if stated]
+            carried = [turn for turn in recorded[len(recorded) - len(history) :] if turn.stated]
             stats = AskStats(load_seconds=time.perf_counter() - started, warnings=list(stored.warnings))
             if record and self.store.read_only:
                 record = False
@@ -311,10 +317,11 @@ class DocumentService:
         """The conversation's (question, answer) pairs, oldest first; summaries and stopped answers are not turns a
         follow-up refers to. An answer that found nothing direct is given as such (the closest passage it quoted
         is no answer, and a follow-up would take it for one)."""
-        return [(question, answer) for question, answer, _ in self._recorded_turns(conversation_id)]
+        return [(turn.question, turn.answer) for turn in self._recorded_turns(conversation_id)]
 
-    def _recorded_turns(self, conversation_id: int) -> list[tuple[str, str, bool]]:
-        """earlier_turns, each with whether its answer was a sentence of the document (STATED_REASONS)."""
+    def _recorded_turns(self, conversation_id: int) -> list[RecordedTurn]:
+        """earlier_turns, each with whether its answer was a sentence of the document (STATED_REASONS) and the
+        citation it was quoted from."""
         turns, question = [], None
         for message in self.store.conversations.messages(conversation_id):
             meta = message.meta or {}
@@ -322,7 +329,9 @@ class DocumentService:
                 question = message.content
             elif question is not None and not _side_or_stopped(meta) and message.content:
                 answer = message.content if meta.get("answerable", True) is not False else NOT_FOUND_TURN
-                turns.append((question, answer, meta.get("answered_by") in STATED_REASONS))
+                cited = meta.get("citations") or []
+                stated = meta.get("answered_by") in STATED_REASONS
+                turns.append(RecordedTurn(question, answer, stated, cited[0] if stated and cited else None))
                 question = None
         return turns
 
@@ -333,11 +342,11 @@ class DocumentService:
         settings: AnswerSettings,
         stats: AskStats,
         history: list[tuple[str, str]] | None = None,
-        carried: list[str] | None = None,
+        carried: list[RecordedTurn] | None = None,
     ) -> Iterator[str]:
         """The answer's pieces in the chosen mode; evidence spans are found before the first piece. With
         `history` (earlier turns), the evidence is sought for the earlier questions and this one together, and
-        the answer sees the turns; `carried`: the earlier answers given in the document's words, which the
+        the answer sees the turns; `carried`: the earlier turns answered in the document's words, which the
         follow-up's judge also weighs (core.grounded_answer)."""
         stats.answer_from = settings.answer_from
         engine, pot, decoding = stored.engine, stored.pot, settings.decoding
@@ -369,12 +378,13 @@ class DocumentService:
         settings: AnswerSettings,
         stats: AskStats,
         history: list[tuple[str, str]],
-        carried: Sequence[str] = (),
+        carried: Sequence[RecordedTurn] = (),
         names: Sequence[str] = (),
     ) -> Iterator[str]:
         """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`; a
         follow-up's sentences are judged after the earlier questions in view (`history`); `names`: the question's
-        rare names, which the sentence answered with must hold."""
+        rare names, which the sentence answered with must hold. A follow-up answered with an earlier answer's
+        sentence ("earlier") cites, first, the place that sentence was quoted from."""
         verdict = Verdict()
         pieces = grounded_answer(
             stored.engine,
@@ -387,12 +397,15 @@ class DocumentService:
             verdict,
             earlier=" ".join(asked.strip() for asked, _ in history),
             history=history,
-            carried=carried,
+            carried=[turn.answer for turn in carried],
             names=names,
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
         )
         for piece in pieces:
+            if verdict.reason == "earlier" and not stats.answered_by:
+                source = carried[verdict.sentence.span - len(passages)].source
+                stats.citations[:0] = [dict(source)] if source else []
             stats.answerable = verdict.answerable
             stats.answer_sentence = verdict.sentence.text if verdict.sentence else ""
             stats.written_answer = verdict.written

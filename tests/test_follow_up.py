@@ -131,3 +131,37 @@ def test_a_follow_up_weighs_only_the_earlier_answers_given_in_the_documents_word
     # The last answer found nothing ("none"): a follow-up to it carries nothing.
     "".join(ask("And how tall is it?", cid)[0])
     assert carried_seen[-1] == []
+
+
+def test_a_follow_up_answered_with_the_earlier_sentence_cites_where_that_sentence_was_quoted_from(
+    tmp_path, infinipot_home, tiny_model_dir, document, monkeypatch
+):
+    from infinipot.app import service as service_module
+    from infinipot.app.service import DocumentService
+    from infinipot.core.answer_sentences import Sentence
+
+    stated = "Permission is granted under the GNU Free Documentation License, Version 1.3."
+    reasons = iter(["standout", "earlier"])
+
+    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+        verdict.reason = next(reasons)
+        # An "earlier" sentence comes after the passages, from the carried answers.
+        span = len(passages) + len(kwargs["carried"]) - 1 if verdict.reason == "earlier" else 0
+        verdict.sentence = Sentence(stated, span, 0.0)
+        yield stated
+
+    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    service = DocumentService(infinipot_home, device="cpu")
+    service.read(document, PotConfig(pot_size=128, keep_size=48), tiny_model_dir)
+    pieces, first, _ = service.ask(str(document), "Under which license is this manual distributed?")
+    "".join(pieces)
+    cid = first.conversation_id
+    # The place the first answer was quoted from, as stored with it, is put first among the follow-up's own.
+    source = {"label": "page 2", "page": 2, "line": None, "token": 7, "score": 0.3}
+    source["snippet"] = f"Some title. {stated} A copy follows."
+    messages = service.store.conversations.messages(cid)
+    messages[-1].meta["citations"] = [source]
+    monkeypatch.setattr(type(service.store.conversations), "messages", lambda self, conversation_id: messages)
+    pieces, follow, _ = service.ask(str(document), "What version of it?", conversation_id=cid)
+    assert "".join(pieces) == stated and follow.answered_by == "earlier"
+    assert follow.citations[0]["label"] == "page 2" and follow.citations[0]["quote"] == stated

@@ -21,7 +21,7 @@ from helpers import (
 )
 from tiny_models import save_attending_model_folder
 
-from infinipot.app.ask.quoting import quoted_part, shared_words
+from infinipot.app.ask.quoting import arranged_citations, quoted_part, shared_words
 from infinipot.app.web.page import sources
 from infinipot.app.web.page.handlers import KEPT_TAB, Handlers
 from infinipot.core.answer_sentences import split_sentences
@@ -226,3 +226,20 @@ def test_the_sources_quoted_are_those_closest_to_the_answer_whatever_their_rank(
 
 def sources_shared(citation: dict, answer: str) -> int:
     return shared_words(citation["snippet"], answer)
+
+
+def test_an_answer_that_is_a_sentence_of_the_document_is_shown_as_its_places_quote():
+    sentence = "Permission is granted under the GNU Free Documentation License, Version 1.3."
+    citations = [
+        {"label": "page 27", "score": 0.2, "token": 900, "snippet": "You accept the license if you copy it."},
+        {"label": "page 2", "score": 0.1, "token": 40, "snippet": f"Some title. {sentence} A copy follows."},
+    ]
+    arranged = arranged_citations(citations, sentence)
+    answer, line = sources.chat_message("assistant", sentence, arranged)["content"].split("\n\n")
+    assert answer == f"> **page 2** “{sentence}”"  # not a quote of page 27 under it, as if that were its source
+    assert line.startswith("*Sources:") and "page 27" in line
+    # An answer in other words keeps its quotes; so does one that found nothing direct.
+    assert "> **page 2**" in sources.chat_message("assistant", "It is version 1.3.", arranged)["content"]
+    not_found = f"No direct answer found in the document. The closest passage: “{sentence}”"
+    shown = sources.chat_message("assistant", not_found, arranged, answerable=False)["content"]
+    assert shown.startswith("**No direct answer found in the document.**")

@@ -10,6 +10,7 @@ its own is answered as if asked first, so an unrelated earlier turn never pulls 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from infinipot.core.grounding import content_words
 
@@ -23,6 +24,17 @@ STATED_REASONS = frozenset({"standout", "agreement", "sentence", "earlier"})
 # Earlier (question, answer) turns a follow-up sees: the last one. A 135M model follows one turn back; longer
 # histories fill its context with earlier answers, which may be wrong.
 FOLLOW_UP_TURNS = 1
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """An earlier question and its answer as a follow-up sees them."""
+
+    question: str
+    answer: str  # NOT_FOUND_TURN when it found nothing direct
+    stated: bool  # the answer is a sentence of the document (STATED_REASONS)
+    source: dict | None = None  # the citation that sentence was quoted from (its first), when stored
+
 
 _REFERRING = re.compile(r"\b(it|its|they|them|their|theirs|he|him|his|she|her|hers)\b", re.IGNORECASE)
 # "this", "that", "these", "those" refer back only standing alone ("Who wrote that?", "What does this mean?"); before

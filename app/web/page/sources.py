@@ -82,6 +82,12 @@ def quotes(citations: list[dict], answer: str = "") -> str:
     return "\n>\n".join(quoted)
 
 
+def verbatim_source(citations: list[dict], answer: str) -> dict | None:
+    """The citation whose quote is the whole answer (spaces aside): the answer is that place's sentence."""
+    said = " ".join((answer or "").split())
+    return next((c for c in citations if said and " ".join((c.get("quote") or "").split()) == said), None)
+
+
 def marked(sentence: str, answer: str) -> str:
     """The sentence as Markdown, with the words the answer shares with it in bold."""
     words = {w.lower() for w in marked_words(sentence, answer)}
@@ -111,7 +117,13 @@ def chat_message(
     if role != "assistant" or not citations:
         return {"role": role, "content": content}
     citations = one_per_place(citations)
-    quoted = quotes(citations, content)
+    source = verbatim_source(citations, content) if answerable and not stopped else None
+    if source is not None:
+        # The answer is a sentence of the document: it is shown as that place's quote, and no other quote stands
+        # under it as if it were the answer's source.
+        content, quoted = f"> **{markdown_text(source['label'])}** “{markdown_text(content.strip())}”", ""
+    else:
+        quoted = quotes(citations, content)
     line = sources_line(citations)
     if not answerable:
         line = "Closest passages: " + line.removeprefix("Sources: ")
