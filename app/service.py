@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -533,6 +533,15 @@ class DocumentService:
             records = list({d.id: d for d in (documents.require_document(self.store, doc) for doc in docs)}.values())
         return [r for r in records if general_pot(self.store.pots.for_document(r.id)) is not None]
 
+    def _rare_in_all(self, doc_ids: Iterable[str], question: str, most: int | None) -> list[str]:
+        """The names `question` asks about that every one of the documents mentions at most `most` times
+        (ask.evidence.rare_names): the sentence a library answer is made of must hold them, as for one document."""
+        common: list[str] | None = None
+        for doc_id in doc_ids:
+            rare = evidence.rare_names(self.library, self.open_pot(doc_id), question, most)
+            common = rare if common is None else [name for name in common if name in rare]
+        return common or []
+
     def ask_library(
         self,
         question: str,
@@ -575,7 +584,9 @@ class DocumentService:
             stats.citations = library.library_citations(self.library, answering, read, names)
             stats.evidence_tokens = sum(len(c.span.ids) for c in read)
             passages = [list(c.span.ids) for c in read]
-            pieces = self._checked(answering, question, passages, settings, stats, [])
+            most = settings.grounding.rare_name_mentions
+            names = self._rare_in_all(dict.fromkeys(c.doc_id for c in read), question, most)
+            pieces = self._checked(answering, question, passages, settings, stats, [], names=names)
         except BaseException:
             hold.release()
             raise

@@ -194,3 +194,31 @@ def test_a_file_changed_while_it_is_read_is_read_again_as_it_is_now(folder, tiny
     assert document.content_hash == file_fingerprint(zebra) and document.tokens == item.report.tokens
     hits = service.store.passages.search("Stripes", service.model(tiny_model_dir).identity)
     assert hits and hits[0].document_id == document.id
+
+
+def test_a_library_answer_must_hold_the_names_its_documents_hardly_mention(
+    folder, tiny_model_dir, infinipot_home, monkeypatch
+):
+    from infinipot.app import service as service_module
+    from infinipot.app.ask.modes import AnswerSettings
+    from infinipot.core.grounded_answer import GroundingConfig
+
+    names_seen: list[list[str]] = []
+
+    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+        names_seen.append(list(kwargs.get("names", ())))
+        yield "an answer"
+
+    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    service = DocumentService(infinipot_home, device="cpu")
+    config = PotConfig(pot_size=2048, keep_size=512)
+    for name in ("zebra.txt", "walrus.txt", "more/otter.txt"):
+        service.read(folder / name, config, tiny_model_dir)
+    real_get = service.library.models.get
+    monkeypatch.setattr(service.library.models, "get", lambda name, dtype=None: real_get(tiny_model_dir, dtype))
+    # "Pell" is in none of the notes: the answer's sentence must hold it, as when one document is asked.
+    "".join(service.ask_library("When did Captain Pell feed the otter?", max_new_tokens=8)[0])
+    assert "Pell" in names_seen[-1]
+    off = AnswerSettings(grounding=GroundingConfig(rare_name_mentions=None))
+    "".join(service.ask_library("When did Captain Pell feed the otter?", settings=off, max_new_tokens=8)[0])
+    assert names_seen[-1] == []
