@@ -16,6 +16,11 @@ confidence.
   it adds are in the judge's sentence, and the sentence holds the kind of thing asked. The answer is then that
   sentence, the document's own words (`answerable` true): a name, number or version in it is the document's,
   never the model's prior.
+- The sentences it may agree with are the judge's `shortlist` best and the one it copied at least `copied_words`
+  consecutive words from (its source, wherever the judge ranked it). The writer reads each passage up to its last
+  whole sentence: a passage that ends with the start of a table of contents is continued, not answered.
+- A follow-up asking a number, version, date or name whose fact none of the judge's best sentences holds is
+  answered with the earlier answer's sentence when that holds one (`earlier_fact`).
 - Otherwise the answer says plainly that no direct answer was found and quotes the closest sentence
   (`answerable` false). This also covers questions the document does not answer: no sentence stands out, the
   writer invents, and the invention is not in the sentence (21 of 24 unanswerable development questions are marked
@@ -173,7 +178,9 @@ def stands_out(
     )
 
 
-def earlier_fact(ranked: Sequence[Sentence], first_carried: int, question: str, earlier: str, shortlist: int):
+def earlier_fact(
+    ranked: Sequence[Sentence], first_carried: int, question: str, earlier: str, shortlist: int
+) -> Sentence | None:
     """The earlier answer's sentence that answers a follow-up asking a number, version, date or person, when none
     of the judge's best `shortlist` sentences of the passages holds one and it does ("What version of it?" after
     "Under which license is this manual distributed?" was answered "Permission is granted ... under the terms of
@@ -314,7 +321,7 @@ def grounded_answer(
             verdict.unsupported = tuple(
                 unsupported_words(answer, [verdict.sentence.text if verdict.sentence else "", question, earlier])
             )
-            candidates = list(ranked[: config.shortlist])
+            candidates = list(ranked[:shortlist])
             source = copied_sentence(answer, ranked, config.copied_words)
             if source is not None and source not in candidates:
                 candidates.append(source)
