@@ -585,8 +585,8 @@ class DocumentService:
             stats.evidence_tokens = sum(len(c.span.ids) for c in read)
             passages = [list(c.span.ids) for c in read]
             most = settings.grounding.rare_name_mentions
-            names = self._rare_in_all(dict.fromkeys(c.doc_id for c in read), question, most)
-            pieces = self._checked(answering, question, passages, settings, stats, [], names=names)
+            rare = self._rare_in_all(dict.fromkeys(c.doc_id for c in read), question, most)
+            pieces = self._checked(answering, question, passages, settings, stats, [], names=rare)
         except BaseException:
             hold.release()
             raise
