@@ -84,9 +84,17 @@ class Engine:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
         return encode(self.tokenizer, self.layout.request(instruction, gap))
 
-    def new_reader(self, on_step: Callable[[Pot], None] | None = None) -> ContinualReader:
+    def new_reader(
+        self, on_step: Callable[[Pot], None] | None = None, fixed_shapes: bool | None = None
+    ) -> ContinualReader:
+        """A reader for this engine's pot settings; `fixed_shapes`: see ContinualReader (default: on a GPU)."""
         return ContinualReader(
-            self.model, self.config, self.catalyst_ids, on_step=on_step, boundaries=self.boundaries()
+            self.model,
+            self.config,
+            self.catalyst_ids,
+            on_step=on_step,
+            boundaries=self.boundaries(),
+            fixed_shapes=fixed_shapes,
         )
 
     @property

@@ -1,8 +1,9 @@
-"""Taking a compression's kept entries out of the pot: one row copy per layer, CR-RoPE only where positions move.
+"""Taking a compression's kept entries out of the pot: one row copy for all layers, then CR-RoPE in one pass.
 
-A rolling window (streaming, h2o) compresses every |M|/16 tokens, so this runs ~80 times in a 24K read and
-its op count matters: on a CPU shared with other work every torch op waits for its threads. The results equal
-the plain per-layer gather and reposition_keys within float rounding (tests/test_eviction.py compares them).
+Both work on every layer at once ((L, H_kv, ...) tensors), so a compression costs the same few ops whatever the
+layer count: on a GPU each op is a kernel launch and each host sync a stall, and on a CPU shared with other work
+every op waits for its threads. The results equal the plain per-layer gather and reposition_keys within float
+rounding (tests/test_eviction.py compares them).
 """
 
 from __future__ import annotations
@@ -10,71 +11,56 @@ from __future__ import annotations
 import torch
 
 from . import hf_adapter
-from .rope import inverse_rotation, rotate_in_place, rotation, rotation_between
+from .rope import rotate_in_place, rotation_between
+
+# Most bytes of one fp32 temporary of the CR-RoPE pass on a CPU (its cos/sin per kept key); larger pots are moved in
+# as many slices of rows as that needs, so a compression's transient memory stays bounded (the bundled model's
+# default pot moves in 3). A GPU moves them in one.
+CPU_ROTATION_BYTES = 16 * 2**20
 
 
-def kept_rows(layers: list[torch.Tensor], idx: torch.Tensor) -> list[torch.Tensor]:
-    """Per layer (1, H_kv, n, D) -> its kept entries (1, H_kv, keep, D), for kept indices idx (L, H_kv, keep).
+def kept_rows(slab: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """The kept entries (L, H_kv, keep, D) of a contiguous (L, H_kv, capacity, D) slab, for idx (L, H_kv, keep).
 
-    A head's entries are rows of the layer's (H_kv * n, D) view, so one index_select copies whole rows; a gather
-    with the index expanded over D reads an int64 per float and measured 1.5-4x slower.
+    Each head's entries are rows of the slab's (L * H_kv * capacity, D) view, so one index_select copies whole rows
+    of every layer; a gather with the index expanded over D reads an int64 per float and measured 1.5-4x slower.
     """
-    _, heads, n, dim = layers[0].shape
-    rows = idx + torch.arange(heads, device=idx.device)[:, None] * n  # (L, H_kv, keep): row in (H_kv * n, D)
-    rows = rows.reshape(len(layers), -1)  # (L, H_kv * keep)
-    return [
-        t.reshape(heads * n, dim).index_select(0, rows[layer]).view(1, heads, -1, dim)  # (1, H_kv, keep, D)
-        for layer, t in enumerate(layers)
-    ]
+    layers, heads, capacity, dim = slab.shape
+    offsets = torch.arange(layers * heads, device=idx.device).view(layers, heads, 1) * capacity  # (L, H_kv, 1)
+    rows = (idx + offsets).flatten()  # (L * H_kv * keep,)
+    return slab.view(-1, dim).index_select(0, rows).view(layers, heads, -1, dim)
 
 
-def move_keys(model, keys: list[torch.Tensor], old_positions: torch.Tensor) -> None:
-    """CR-RoPE in place: each layer's kept keys (1, H_kv, keep, D), rotated at old_positions (L, H_kv, keep), move
-    to positions 0..keep-1. `keys` must own their storage (kept_rows' output does).
+def move_keys(model, keys: torch.Tensor, old_positions: torch.Tensor, fixed: int, next_position: int) -> None:
+    """CR-RoPE in place: kept keys (L, H_kv, keep, D), rotated at old_positions (L, H_kv, keep), move to positions
+    0..keep-1. `keys` must own their storage (kept_rows' output does).
 
-    Only entries from the first one whose position changes in some head are rotated (the sinks stay as they are,
-    bit for bit). When every layer and head holds the same positions (streaming keeps the same entries everywhere)
-    one composed rotation, computed once, moves them all; otherwise each key is rotated back from its old position
-    and on to its new one, with cos/sin looked up in a table of the few thousand positions a pot holds.
+    The first `fixed` entries (the sinks, at 0..fixed-1 already) are left as they are. Every other key is turned
+    by one rotation composed from its old and its new position's own cos/sin (core.rope.rotation_between), looked
+    up in a table of positions 0..next_position-1 (every position a pot holds is below the next one to be read);
+    a key whose position does not change is kept bit for bit. All of it without reading anything back to the host.
     """
-    keep = old_positions.shape[-1]
-    new_positions = torch.arange(keep, device=old_positions.device)  # (keep,)
-    changed = (old_positions != new_positions).flatten(0, -2).any(dim=0)  # (keep,)
-    if not bool(changed.any()):
+    keep = keys.shape[2]
+    if fixed >= keep:
         return
-    start = int(changed.int().argmax())
-    old = old_positions[..., start:]  # (L, H_kv, m)
-    new = hf_adapter.rotary_cos_sin(model, new_positions[start:])  # (m, rot) each
-    table = _cos_sin_table(model, old_positions)
-    if bool((old == old[:1, :1]).all()):
-        moved = rotation_between(_cos_sin_at(model, table, old[0, 0]), new)  # (m, rot) each
-        for k in keys:
-            rotate_in_place(k[0, :, start:], moved)
-        return
-    undo = None if table is None else inverse_rotation(table)  # (top, rot) each
-    redo = rotation(new)  # (m, rot) each
-    for layer, k in enumerate(keys):
-        rows = old[layer]  # (H_kv, m)
-        if undo is None:
-            back = inverse_rotation(hf_adapter.rotary_cos_sin(model, rows))
-        else:
-            back = (undo[0][rows], undo[1][rows])  # (H_kv, m, rot) each
-        rotate_in_place(k[0, :, start:], back, redo)
+    device = old_positions.device
+    table = hf_adapter.rotary_cos_sin(model, torch.arange(max(next_position, keep), device=device))  # (top, rot)
+    new = (table[0][fixed:keep], table[1][fixed:keep])  # (m, rot) each: positions fixed..keep-1
+    old = old_positions[..., fixed:].flatten(0, 1)  # (L * H_kv, m)
+    unmoved = old == torch.arange(fixed, keep, device=device)  # (L * H_kv, m)
+    part = keys[:, :, fixed:].flatten(0, 1)  # (L * H_kv, m, D) view
+    for rows in _row_slices(part, table[0].shape[-1]):
+        moved_cos, moved_sin = rotation_between((table[0][old[rows]], table[1][old[rows]]), new)  # (r, m, rot) each
+        moved_cos.masked_fill_(unmoved[rows, :, None], 1.0)  # x * 1 + roll(x) * 0 == x exactly
+        moved_sin.masked_fill_(unmoved[rows, :, None], 0.0)
+        rotate_in_place(part[rows], (moved_cos, moved_sin))
 
 
-def _cos_sin_table(model, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """cos, sin (top, rot) at 0..top-1 for top = the largest position + 1 (so a dynamic rope scales as it would for
-    `positions` themselves); None when that table would outgrow computing each position directly."""
-    top = int(positions.max()) + 1
-    if top >= positions.numel():
-        return None
-    return hf_adapter.rotary_cos_sin(model, torch.arange(top, device=positions.device))
-
-
-def _cos_sin_at(model, table, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin (..., T, rot) at positions (..., T): looked up in the table (the same few thousand positions
-    recur in every layer and head), or computed when there is none."""
-    if table is None:
-        return hf_adapter.rotary_cos_sin(model, positions)
-    cos, sin = table
-    return cos[positions], sin[positions]
+def _row_slices(part: torch.Tensor, rot: int) -> list[slice]:
+    """Slices of the (L * H_kv) rows that each keep one fp32 (rows, m, rot) temporary within CPU_ROTATION_BYTES."""
+    rows, entries = part.shape[0], part.shape[1]
+    if part.device.type != "cpu":
+        return [slice(0, rows)]
+    per_row = max(1, entries * rot * 4)
+    step = max(1, CPU_ROTATION_BYTES // per_row)
+    return [slice(start, min(rows, start + step)) for start in range(0, rows, step)]

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import torch
 from transformers import AttentionInterface, AttentionMaskInterface, DynamicCache
+from transformers.cache_utils import DynamicLayer
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
@@ -42,6 +43,61 @@ def cache_from_layers(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> Dynami
         cache.update(keys[:, :, :0], values[:, :, :0], layer_idx)
         cache.layers[layer_idx].keys = keys
         cache.layers[layer_idx].values = values
+    return cache
+
+
+class _SlabLayer(DynamicLayer):
+    """One layer of a cache over a core.slab.KVSlab: a forward's keys and values are written into the slab's rows
+    after the entries held, and the layer's keys are a view of its first rows (no concatenation)."""
+
+    def __init__(self, slab, index: int, entries: int) -> None:
+        super().__init__()
+        self.slab, self.index, self.entries = slab, index, entries
+        if slab.allocated:
+            self.dtype, self.device = slab.keys.dtype, slab.keys.device
+            self.is_initialized = True
+            self._show()
+
+    def _show(self) -> None:
+        self.keys = self.slab.keys[self.index, None, :, : self.entries]  # (1, H_kv, entries, D) view
+        self.values = self.slab.values[self.index, None, :, : self.entries]
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        if not self.slab.allocated:
+            self.slab.allocate_like(key_states, value_states)
+        self.dtype, self.device = key_states.dtype, key_states.device
+        self.is_initialized = True
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        start, end = self.entries, self.entries + key_states.shape[-2]
+        if end > self.slab.capacity:  # the reader's bound keeps every read inside; past it is a broken invariant
+            raise RuntimeError(f"{end} entries do not fit the pot's slab of {self.slab.capacity}")
+        self.slab.keys[self.index, :, start:end].copy_(key_states[0])
+        self.slab.values[self.index, :, start:end].copy_(value_states[0])
+        self.entries = end
+        self._show()
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.entries
+
+    def crop(self, tokens_to_remove: int) -> None:
+        if tokens_to_remove > 0:
+            raise ValueError("crop takes the number of entries to remove as a negative count")
+        self.entries = max(0, self.entries + tokens_to_remove)
+        if self.is_initialized:
+            self._show()
+
+
+def slab_cache(slab, entries: int) -> DynamicCache:
+    """A cache whose layers write in place into `slab` (core.slab.KVSlab), holding its first `entries` rows.
+
+    For the reader only: what it writes lands in the slab, so two caches over one slab must never both grow.
+    """
+    cache = DynamicCache()
+    cache.layers = [_SlabLayer(slab, index, entries) for index in range(slab.layers)]
     return cache
 
 

@@ -42,6 +42,17 @@ class Pot:
         protected = self.origin[layer] < sink_tokens
         return protected if self.source is None else protected & (self.source[layer] == 0)
 
+    def sink_masks(self, sink_tokens: int) -> torch.Tensor:
+        """(L, H_kv, n) bool: `sink_mask` of every layer at once."""
+        protected = self.origin < sink_tokens
+        return protected if self.source is None else protected & (self.source == 0)
+
+    def sink_count(self, sink_tokens: int) -> int | None:
+        """How many leading entries of every head are sinks, known without looking at the tensors: in one
+        document's pot (entries in stream order, sinks never evicted) the first min(sink_tokens, tokens read).
+        None for a merged pot, whose sinks are counted from its tensors."""
+        return min(sink_tokens, self.tokens_read) if self.source is None else None
+
     @property
     def document_tokens(self) -> int:
         return self.tokens_read - self.prefix_len
@@ -61,8 +72,8 @@ class Pot:
         """Flat name -> tensor mapping for storage (no pickle)."""
         out = {"origin": self.origin, "kept_by": self.kept_by, "novelty": self.novelty, "positions": self.positions}
         for i, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
-            out[f"keys.{i}"] = k
-            out[f"values.{i}"] = v
+            out[f"keys.{i}"] = k.contiguous()  # a reader's pot is views of its slab (core.slab)
+            out[f"values.{i}"] = v.contiguous()
         if self.last_logprobs is not None:
             out["last_logprobs"] = self.last_logprobs
         if self.source is not None:

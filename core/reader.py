@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,10 +15,12 @@ from .capacity import check_full_context
 from .config import PotConfig
 from .distill import distill, reduce_trailing_catalyst
 from .errors import PotTooSmallError
+from .pieces import PieceGrid
 from .pot import Pot
 from .reading_evidence import ReadingEvidence
 from .scorers import make_scorer
 from .selection import KEPT_READ
+from .slab import KVSlab
 from .tail_queue import TailQueue
 from .words import TokenBoundaries, max_over_sentences, share_with_edges, sum_over_words
 
@@ -32,10 +35,11 @@ _NOVELTY_BUFFER_BYTES = 25 * 2**20
 class ReaderState:
     """What a reader carries from one `feed` to the next, detached from it (see ContinualReader.snapshot)."""
 
-    pot: Pot
+    pot: Pot | None  # None while every token fed so far waits in `pending`
     evidence: dict[str, torch.Tensor]  # ReadingEvidence.tensors
     tail: TailQueue | None
     sink_tokens: int
+    pending: tuple[int, ...] = ()  # tokens fed but not read yet (pieces on the grid, see ContinualReader)
 
 
 class ContinualReader:
@@ -54,8 +58,16 @@ class ContinualReader:
         catalyst_ids: list[int],
         on_step: Callable[[Pot], None] | None = None,
         boundaries: TokenBoundaries | None = None,
+        fixed_shapes: bool | None = None,
     ) -> None:
-        """`boundaries`: from core.words.token_boundaries, needed unless NuC is scored per token."""
+        """`boundaries`: from core.words.token_boundaries, needed unless NuC is scored per token.
+
+        `fixed_shapes` (default: on a GPU): forward pieces end on a fixed grid of entry counts (core.pieces) whatever
+        chunks are fed, tokens that do not make a whole piece yet waiting for the next `feed`, and the last piece is
+        padded to the grid; a read of any length then runs a handful of attention shapes. Off, pieces end where the
+        fed chunks end (or a compression falls), so a log that grew continues exactly as a one-go read would have
+        cut it; the pot differs only where a word or sentence is cut by a piece's edge (NuC scores each part alone).
+        """
         if config.nuc_per_word and boundaries is None:
             raise ValueError("NuC per word needs the tokenizer's word boundaries (core.words.token_boundaries)")
         self.model = model
@@ -66,7 +78,16 @@ class ContinualReader:
         self.device = next(model.parameters()).device
         self.boundaries = boundaries.to(self.device) if config.nuc_per_word else None
         self.layers = model.config.num_hidden_layers
+        # Truncation reads its head and tail by the stream's own indices: it keeps to the fed chunks.
+        if fixed_shapes is None:
+            fixed_shapes = self.device.type == "cuda"
+        self.fixed_shapes = fixed_shapes and not self.scorer.reads_ends_only
+        self.pending: list[int] = []
+        self.prefix_len = 0
         self.cache = None
+        # The pot's keys and values, preallocated for |M| entries and written in place (core.slab); None for the
+        # uncompressed method, which has no bound, and after `finish` (the returned pot is views of it).
+        self.slab: KVSlab | None = None
         self.pot: Pot | None = None
         self.sink_tokens = config.min_sink_tokens
         self.evidence = ReadingEvidence(self.scorer, hf_adapter.kv_heads(model))
@@ -111,43 +132,65 @@ class ContinualReader:
             raise PotTooSmallError(
                 f"the prompt opening ({len(prefix_ids)} tokens) does not fit in the kept size {self.kept_size()}"
             )
-        self.cache = hf_adapter.new_cache()
         self.pot = None
+        self.cache = self._new_cache()
         self._ridden_catalyst = None
         self.evidence.reset()
         if self.scorer.reads_ends_only:
             self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
-        self._read(prefix_ids, prefix_len=len(prefix_ids))
+        self.prefix_len = len(prefix_ids)
+        if self.fixed_shapes:  # read with the document's first tokens, in the grid's first piece
+            self.pending = list(prefix_ids)
+        else:
+            self.pending = []
+            self._read(prefix_ids, prefix_len=len(prefix_ids))
 
     @torch.inference_mode()
     def resume(self, pot: Pot) -> None:
         """Continue reading after a stored pot (a checkpoint, or a log that grew)."""
         self.sink_tokens = self.scorer.sink_tokens(pot.prefix_len, self.config.min_sink_tokens)
         self.pot = pot
+        self.prefix_len = pot.prefix_len
+        self.pending = []
         self._ridden_catalyst = None
         self.evidence.reset()
         if self.scorer.reads_ends_only:
             self.tail = TailQueue(self._read_limit() - self._read_limit() // 2)
-        self.cache = pot.as_cache()
+        self.cache = self._new_cache(pot)
 
     def snapshot(self) -> ReaderState:
         """The state between two `feed` calls; `restore` continues from it as if nothing had been read since."""
         return ReaderState(
-            pot=self.pot.clone(),
+            pot=None if self.pot is None else self.pot.clone(),
             evidence={name: t.clone() for name, t in self.evidence.tensors.items()},
             tail=copy.deepcopy(self.tail),
             sink_tokens=self.sink_tokens,
+            pending=tuple(self.pending),
         )
 
     @torch.inference_mode()
     def restore(self, state: ReaderState) -> None:
         """Go back to a snapshot: the next `feed` reads exactly as it would have right after the snapshot."""
-        self.pot = state.pot.clone()
+        self.pot = state.pot  # its keys and values are copied into a fresh slab below; nothing else is written in place
         self.evidence.tensors = {name: t.clone() for name, t in state.evidence.items()}
         self.tail = copy.deepcopy(state.tail)
         self.sink_tokens = state.sink_tokens
+        self.pending = list(state.pending)
         self._ridden_catalyst = None
-        self.cache = self.pot.as_cache()
+        self.cache = self._new_cache(self.pot)
+
+    def _new_cache(self, pot: Pot | None = None):
+        """A cache holding `pot` (or nothing) to read on: over a fresh slab the pot is copied into, so the pot given
+        stays as it is; a plain growing cache for the uncompressed method."""
+        if not self.scorer.compresses:
+            return hf_adapter.new_cache() if pot is None else pot.as_cache()
+        self.slab = KVSlab(self.layers, self.config.pot_size)
+        if pot is None:
+            return hf_adapter.slab_cache(self.slab, 0)
+        self.slab.fill(pot.keys, pot.values)
+        self.pot = dataclasses.replace(pot, keys=None, values=None)
+        self.pot.keys, self.pot.values = self.slab.layer_views(pot.entries)
+        return hf_adapter.slab_cache(self.slab, pot.entries)
 
     @torch.inference_mode()
     def feed(self, ids: list[int]) -> None:
@@ -156,7 +199,11 @@ class ContinualReader:
             head = 0 if self.tail.pushed else max(0, self._read_limit() // 2 - self.pot.tokens_read)
             self.tail.push(ids[head:])
             ids = ids[:head]
-        self._feed_pieces(ids)
+        if self.fixed_shapes:
+            self.pending.extend(ids)
+            self._read_on_grid(final=False)
+        else:
+            self._feed_pieces(ids)
 
     @torch.inference_mode()
     def finish(self) -> Pot:
@@ -164,7 +211,10 @@ class ContinualReader:
         if self.tail is not None and self.tail.pushed:
             ids, skipped = self.tail.drain()
             self._feed_pieces(ids, start_index=self.pot.tokens_read + skipped)
+        if self.fixed_shapes:
+            self._read_on_grid(final=True)
         self._novelty_buffers = None
+        self.slab, self.cache = None, None  # the pot returned is views of the slab: nothing may write into it now
         return self.pot
 
     def _feed_pieces(self, ids: list[int], start_index: int | None = None) -> None:
@@ -191,6 +241,42 @@ class ContinualReader:
             )
             done += take
 
+    def _read_on_grid(self, final: bool) -> None:
+        """Read the pending tokens in pieces that end on the grid (core.pieces). Without `final`, tokens that do not
+        make a whole piece yet wait; so does a piece that would fill the pot until a token after it shows that a
+        compression follows (its catalyst then rides along). With `final` all are read, the last piece padded to
+        the grid's shape when the read records no attention of its own (the padding is taken out again)."""
+        limit = self._read_limit()
+        while self.pending:
+            entries = self.pot.entries if self.pot is not None else 0
+            if entries >= limit:
+                self._compress()
+                continue
+            rides = self._catalyst_rides_along()
+            grid = PieceGrid(
+                self.config.forward_tokens,
+                limit if self.scorer.compresses else None,
+                len(self.catalyst_ids) if rides else 0,
+            )
+            take = grid.document_tokens(entries)
+            fills = grid.fills(entries)
+            if len(self.pending) < take + fills:
+                if not final:
+                    return
+                take = min(take, len(self.pending))
+            piece, self.pending = self.pending[:take], self.pending[take:]
+            if not self.scorer.compresses:
+                check_full_context(self.model, entries + take, held=entries)
+            compresses_next = fills and bool(self.pending)
+            rows = len(piece) + (grid.rider if compresses_next else 0)
+            pad = grid.end(entries) - entries - rows if self.evidence.attention_mode is None else 0
+            self._read(
+                piece,
+                prefix_len=self.pot.prefix_len if self.pot is not None else self.prefix_len,
+                catalyst=compresses_next and rides,
+                pad=pad,
+            )
+
     def _catalyst_rides_along(self) -> bool:
         """Whether the catalyst pass can ride along with a reading piece (see `_read`)."""
         return (
@@ -212,25 +298,37 @@ class ContinualReader:
             self.config.cr_rope,
             carried=self.evidence.tensors,
             catalyst=catalyst,
+            slab=self.slab,
         )
         self.evidence.after_compression()
-        self.cache = self.pot.as_cache()
+        self.cache = hf_adapter.slab_cache(self.slab, self.pot.entries)
         self._check_bound()
 
-    def _read(self, piece: list[int], prefix_len: int, start_index: int | None = None, catalyst: bool = False) -> None:
+    def _read(
+        self,
+        piece: list[int],
+        prefix_len: int,
+        start_index: int | None = None,
+        catalyst: bool = False,
+        pad: int = 0,
+    ) -> None:
         """Forward one piece into the cache and append its provenance and NuC scores.
 
         `catalyst`: the catalyst prompt rides along after the piece in the same forward, at the positions a
         catalyst pass right after it would take; its attention over the pot (the piece included) is kept for
-        the next compression and its entries are taken out of the cache again.
+        the next compression and its entries are taken out of the cache again. `pad`: that many copies of the
+        piece's last token follow it, so the forward has the grid's shape; no query of the piece sees them (the
+        attention is causal) and they are taken out again.
         """
+        if catalyst and pad:
+            raise ValueError("a piece the catalyst rides along with is never padded")
         pot = self.pot
         start_position = pot.next_position if pot else 0
         if start_index is None:
             start_index = pot.tokens_read if pot else 0
         self._ridden_catalyst = None
-        extra = self.catalyst_ids if catalyst else []
-        ids = torch.tensor([piece + extra], device=self.device)  # (1, T + P)
+        extra = self.catalyst_ids if catalyst else [piece[-1]] * pad
+        ids = torch.tensor([piece + extra], device=self.device)  # (1, T + P) or (1, T + pad)
         positions = torch.arange(start_position, start_position + ids.shape[1], device=self.device)[None]  # (1, T + P)
         with self.evidence.capture(self.model) as attention:
             if catalyst:
@@ -242,7 +340,8 @@ class ContinualReader:
                 if all(layer is not None for layer in ridden):  # otherwise the compression runs its own pass
                     self._ridden_catalyst = ridden
             else:
-                hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T, hidden)
+                hidden = hf_adapter.run_decoder(self.model, self.cache, ids, positions)[0]  # (T + pad, hidden)
+                hf_adapter.drop_last(self.cache, pad)
         hidden = hidden[: len(piece)]  # (T, hidden)
         ids, positions = ids[:, : len(piece)], positions[:, : len(piece)]
         novelty, last_logprobs = self._novelty(hidden, ids[0], pot.last_logprobs if pot else None)

@@ -17,14 +17,17 @@ def select_entries(
     protected: torch.Tensor,
     keep: int,
     novelty_share: float,
+    protected_count: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Choose `keep` of n entries per head.
 
-    scores, novelty: (H, n) float; protected: (H, n) bool (sinks, always kept).
+    scores, novelty: (H, n) float; protected: (H, n) bool (sinks, always kept), the same count in every row:
+    `protected_count` when the caller knows it (then nothing is read back from the device), else counted.
     Returns kept indices (H, keep) sorted by original order and why each was kept (H, keep) uint8.
     """
     heads, n = scores.shape
-    protected_count = int(protected[0].sum())
+    if protected_count is None:
+        protected_count = int(protected[0].sum())
     free = _free_slots(n, keep, protected_count)
     # tier 2: sinks, tier 1: highest novelty, tier 0: ranked by score; rank = tier + score scaled to [0, 1)
     tier = protected.to(torch.float32) * 2
@@ -38,26 +41,21 @@ def select_entries(
     span = (s.amax(dim=-1, keepdim=True) - low).clamp_min(1e-30)
     rank = tier + 0.999 * (s - low) / span  # (H, n)
     kept = rank.topk(keep, dim=-1).indices.sort(dim=-1).values  # (H, keep)
-    kept_tier = tier.gather(1, kept)
-    reason = torch.full_like(kept, KEPT_SCORE, dtype=torch.uint8)
-    reason[kept_tier == 1] = KEPT_NOVELTY
-    reason[kept_tier == 2] = KEPT_SINK
+    # tiers 2, 1, 0 are KEPT_SINK, KEPT_NOVELTY, KEPT_SCORE: the reason is 2 - tier (no boolean indexing, which
+    # reads a count back from the device)
+    reason = (KEPT_SCORE - tier.gather(1, kept)).to(torch.uint8)  # (H, keep)
     return kept, reason
 
 
-def select_latest(protected: torch.Tensor, keep: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+def select_latest(shape: tuple[int, int, int], sinks: int, keep: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """What select_entries keeps when the score is stream order (Scorer.keeps_latest), without ranking anything:
-    the sinks and the newest entries, the same in every layer and head.
+    the `sinks` leading entries and the newest ones, the same in every layer and head.
 
-    protected: (L, H, n) bool over entries in stream order (one document's pot). None when the sinks are not the
-    same leading entries of every head. Returns kept indices and reasons (L, H, keep), as select_entries would.
+    shape: (L, H, n) of a pot in stream order whose first `sinks` entries of every head are its sinks (one
+    document's pot, core.pot.Pot.sink_count). Returns kept indices and reasons (L, H, keep), as select_entries would.
     """
-    layers, heads, n = protected.shape
-    sinks = int(protected[0, 0].sum())
+    layers, heads, n = shape
     _free_slots(n, keep, sinks)
-    if not bool(protected[..., :sinks].all()) or bool(protected[..., sinks:].any()):
-        return None
-    device = protected.device
     kept = torch.cat([torch.arange(sinks, device=device), torch.arange(n - keep + sinks, n, device=device)])  # (keep,)
     reason = torch.full((keep,), KEPT_SCORE, dtype=torch.uint8, device=device)
     reason[:sinks] = KEPT_SINK

@@ -218,7 +218,8 @@ def test_question_aware_catalyst_changes_what_is_kept():
     reader.feed(random_ids(50, seed=9))
     kept = []
     for catalyst_ids in (general.catalyst_ids, question.catalyst_ids):
-        attention = catalyst_attention(general.model, reader.cache, catalyst_ids, reader.pot.next_position)
+        with torch.inference_mode():  # as the reader runs: its slab was made under inference mode
+            attention = catalyst_attention(general.model, reader.cache, catalyst_ids, reader.pot.next_position)
         assert hf_adapter.cache_length(reader.cache) == reader.pot.entries  # CaP entries taken back out
         kept.append(compress_pot(general.model, reader.pot, reader.scorer, attention, 48, reader.sink_tokens, True))
     assert not torch.equal(kept[0].origin, kept[1].origin)

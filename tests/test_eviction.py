@@ -5,7 +5,7 @@ import torch
 from test_cr_rope import ROPE_VARIANTS
 from tiny_models import build_model, random_ids, tiny_loaded
 
-from infinipot.core import distill, hf_adapter
+from infinipot.core import distill, eviction, hf_adapter
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.eviction import move_keys
@@ -63,6 +63,15 @@ def plain_compress_pot(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope,
     )
 
 
+def plain_compress_pot_into_slab(*args) -> Pot:
+    """plain_compress_pot for the reader: its result written over the reader's slab, as compress_pot writes it."""
+    *arguments, slab = args
+    pot = plain_compress_pot(*arguments)
+    slab.fill(pot.keys, pot.values)
+    pot.keys, pot.values = slab.layer_views(pot.entries)
+    return pot
+
+
 def assert_same_entries(ours: Pot, plain: Pot, key_tolerance: float) -> None:
     """The same entries kept for the same reasons at the same positions; values copied, keys moved alike."""
     assert ours.counters() == plain.counters()
@@ -98,10 +107,12 @@ def test_every_compression_of_a_read_equals_the_plain_path(method, arch, variant
     fast = distill.compress_pot
     compared = []
 
-    def both(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope, carried=None):
+    def both(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope, carried=None, slab=None):
         plain_carried = None if carried is None else dict(carried)  # compress_pot replaces entries, not tensors
+        # first: ours writes the kept rows over the reader's slab, whose views the pot's keys are
         plain = plain_compress_pot(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope, plain_carried)
-        ours = fast(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope, carried)
+        ours = fast(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope, carried, slab)
+        assert slab is not None  # the reader compresses in place
         assert_same_entries(ours, plain, key_tolerance=1e-5 if dtype == torch.float32 else 2e-2)
         for name in carried or {}:
             assert torch.equal(carried[name], plain_carried[name]), name
@@ -120,7 +131,7 @@ def test_a_whole_rolling_read_keeps_the_same_entries_as_the_plain_path(method, m
     engine = case_engine(method, "llama", "default", torch.float32)
     document = random_ids(500, seed=8)
     ours = engine.read([document])
-    monkeypatch.setattr(distill, "compress_pot", plain_compress_pot)
+    monkeypatch.setattr(distill, "compress_pot", plain_compress_pot_into_slab)
     plain = engine.read([document])
     assert plain.cycles >= 20
     for name in ("origin", "kept_by", "positions"):
@@ -144,33 +155,46 @@ def test_one_composed_rotation_equals_undoing_and_redoing_rope(variant):
     torch.testing.assert_close(keys, apply_rotary(pre, *new_cs), rtol=1e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("far", [0, 5000])  # positions looked up in a table, or too far apart for one
+@pytest.mark.parametrize("far", [0, 5000])  # positions near the new ones, or far past the model's rope table
 def test_move_keys_leaves_unmoved_entries_untouched_and_moves_the_rest(far):
     model = build_model("llama")
     torch.manual_seed(3)
     heads, keep, dim = 2, 30, 16
     old = torch.cat([torch.arange(4), torch.arange(10 + far, 36 + far)]).expand(2, heads, keep).clone()  # (L, H, keep)
     old[1, 1, 4:] += 7  # another layer and head moved further: not the same positions everywhere
-    pre = [torch.randn(1, heads, keep, dim) for _ in range(2)]
-    keys = [apply_rotary(p, *(cs[None] for cs in hf_adapter.rotary_cos_sin(model, old[i]))) for i, p in enumerate(pre)]
-    before = [k.clone() for k in keys]
-    move_keys(model, keys, old)
+    old[0, 1, 4:8] = torch.arange(4, 8)  # one head's first kept entries after the sinks do not move
+    pre = torch.randn(2, heads, keep, dim)
+    keys = torch.stack([apply_rotary(pre[i], *hf_adapter.rotary_cos_sin(model, old[i])) for i in range(2)])
+    before = keys.clone()
+    move_keys(model, keys, old, 4, int(old.max()) + 1)
     new_cs = hf_adapter.rotary_cos_sin(model, torch.arange(keep))
+    assert torch.equal(keys[..., :4, :], before[..., :4, :])  # the sinks kept their positions, bit for bit
+    assert torch.equal(keys[0, 1, 4:8], before[0, 1, 4:8])  # so did the entries already where they belong
     for layer in range(2):
-        assert torch.equal(keys[layer][..., :4, :], before[layer][..., :4, :])  # the sinks kept their positions
         torch.testing.assert_close(keys[layer], apply_rotary(pre[layer], *new_cs), rtol=1e-5, atol=2e-5)
 
 
-def test_select_latest_equals_ranking_by_stream_order_and_declines_other_sinks():
+def test_move_keys_in_slices_equals_one_pass(monkeypatch):
+    """A CPU moves a large pot's keys in slices of rows (bounded memory); the result is the one pass's, bit for bit."""
+    model = build_model("llama")
+    torch.manual_seed(4)
+    old = torch.sort(torch.randint(4, 3000, (3, 2, 200)), dim=-1).values
+    old[..., :4] = torch.arange(4)
+    keys = torch.randn(3, 2, 200, 16)
+    sliced = keys.clone()
+    move_keys(model, keys, old, 4, 3000)
+    monkeypatch.setattr(eviction, "CPU_ROTATION_BYTES", 196 * 16 * 4)  # one (layer, head) row per slice
+    move_keys(model, sliced, old, 4, 3000)
+    assert torch.equal(keys, sliced)
+
+
+def test_select_latest_equals_ranking_by_stream_order():
     layers, heads, n, keep = 2, 3, 40, 25
     origin = torch.cat([torch.arange(4), torch.arange(100, 136)]).expand(layers, heads, n)
     protected = origin < 4
-    kept, reason = select_latest(protected, keep)
+    kept, reason = select_latest((layers, heads, n), 4, keep, origin.device)
     for layer in range(layers):
         expected = select_entries(origin[layer].float(), torch.zeros(heads, n), protected[layer], keep, 0.0)
         assert torch.equal(kept[layer], expected[0]) and torch.equal(reason[layer], expected[1])
-    scattered = protected.clone()
-    scattered[1, 2, 3], scattered[1, 2, 9] = False, True  # one head's sinks are not its leading entries
-    assert select_latest(scattered, keep) is None
     with pytest.raises(ValueError, match="cannot keep"):
-        select_latest(protected, n)
+        select_latest((layers, heads, n), 4, n, origin.device)

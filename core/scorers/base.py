@@ -1,6 +1,6 @@
 """What every scoring strategy shares: the evidence it may read and the small interface it implements.
 
-A strategy only says which entries of one layer matter more, as scores (H_kv, n); the selection in
+A strategy only says which entries of a layer matter more, as scores (H_kv, n) per layer; the selection in
 core.selection turns scores into kept indices the same way for all of them. How the reader has to run for
 a strategy (catalyst pass, attention during reading, rolling window, ...) is told by capability flags,
 so the reader never asks which strategy it holds.
@@ -20,7 +20,9 @@ ATTENTION_LAST = "last"  # per entry, the attention of the most recent query onl
 
 @dataclass(frozen=True)
 class LayerEvidence:
-    """What is known about the n entries of one layer when it is compressed."""
+    """What is known about the n entries of one layer when it is compressed, or of every layer at once: each
+    tensor below is then (L, H_kv, n), and a strategy scores all layers in one call (so it works over the last
+    two dims only)."""
 
     catalyst: torch.Tensor | None  # (H_kv, n) CaP queries' attention, summed over queries, GQA-averaged
     novelty: torch.Tensor  # (H_kv, n) NuC: -log p(token | pot, preceding tokens) when it was read
@@ -76,5 +78,5 @@ class Scorer:
         return self.sink_count if self.sink_count is not None else max(min_sinks, opening)
 
     def score(self, evidence: LayerEvidence) -> torch.Tensor:
-        """(H_kv, n) scores; higher means keep."""
+        """(..., H_kv, n) scores, shaped as the evidence; higher means keep."""
         raise NotImplementedError

@@ -28,11 +28,11 @@ class H2OScorer(Scorer):
             raise ValueError(f"recent share must be within [0, 1], got {self.recent_share}")
 
     def score(self, evidence: LayerEvidence) -> torch.Tensor:
-        attention = evidence.attention.float()  # (H_kv, n)
-        heads, n = attention.shape
+        attention = evidence.attention.float()  # (..., H_kv, n)
+        n = attention.shape[-1]
         low = attention.amin(dim=-1, keepdim=True)
         span = (attention.amax(dim=-1, keepdim=True) - low).clamp_min(1e-30)
-        heavy = (attention - low) / span  # (H_kv, n) in [0, 1]
+        heavy = (attention - low) / span  # (..., H_kv, n) in [0, 1]
         recent = round(self.recent_share * evidence.keep)
         # entries are in stream order within each head, so the last `recent` are the newest
         is_recent = torch.arange(n, device=attention.device) >= n - recent  # (n,)

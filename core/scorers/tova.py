@@ -21,5 +21,5 @@ class TovaScorer(Scorer):
     reading_attention = ATTENTION_LAST
 
     def score(self, evidence: LayerEvidence) -> torch.Tensor:
-        layer_mean = evidence.attention.float().mean(dim=0, keepdim=True)  # (1, n)
-        return layer_mean.expand_as(evidence.attention)  # (H_kv, n)
+        layer_mean = evidence.attention.float().mean(dim=-2, keepdim=True)  # (..., 1, n): over the layer's heads
+        return layer_mean.expand_as(evidence.attention)  # (..., H_kv, n)
