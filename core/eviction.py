@@ -11,12 +11,13 @@ from __future__ import annotations
 import torch
 
 from . import hf_adapter
-from .rope import rotate_in_place, rotation_between
+from .rope import inverse_rotation, rotate_in_place, rotation
 
 # Most bytes of one fp32 temporary of the CR-RoPE pass on a CPU (its cos/sin per kept key); larger pots are moved in
-# as many slices of rows as that needs, so a compression's transient memory stays bounded (the bundled model's
-# default pot moves in 3). A GPU moves them in one.
-CPU_ROTATION_BYTES = 16 * 2**20
+# as many slices of rows as that needs, so a compression's transient memory stays small and in the CPU's caches
+# (the bundled model's default pot moves in 45 slices of 2 (layer, head) rows; one slice of 32 rows took twice as
+# long). A GPU moves them in one.
+CPU_ROTATION_BYTES = 2**20
 
 
 def kept_rows(slab: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
@@ -35,25 +36,23 @@ def move_keys(model, keys: torch.Tensor, old_positions: torch.Tensor, fixed: int
     """CR-RoPE in place: kept keys (L, H_kv, keep, D), rotated at old_positions (L, H_kv, keep), move to positions
     0..keep-1. `keys` must own their storage (kept_rows' output does).
 
-    The first `fixed` entries (the sinks, at 0..fixed-1 already) are left as they are. Every other key is turned
-    by one rotation composed from its old and its new position's own cos/sin (core.rope.rotation_between), looked
-    up in a table of positions 0..next_position-1 (every position a pot holds is below the next one to be read);
-    a key whose position does not change is kept bit for bit. All of it without reading anything back to the host.
+    The first `fixed` entries (the sinks, at 0..fixed-1 already) stay as they are, bit for bit. Every other key is
+    rotated back from its old position and on to its new one, with cos/sin looked up in a table of positions
+    0..next_position-1 (every position a pot holds is below the next one to be read). All of it without reading
+    anything back to the host.
     """
     keep = keys.shape[2]
     if fixed >= keep:
         return
     device = old_positions.device
     table = hf_adapter.rotary_cos_sin(model, torch.arange(max(next_position, keep), device=device))  # (top, rot)
-    new = (table[0][fixed:keep], table[1][fixed:keep])  # (m, rot) each: positions fixed..keep-1
+    undo = inverse_rotation(table)  # (top, rot) each
+    redo = rotation((table[0][fixed:keep], table[1][fixed:keep]))  # (m, rot) each: positions fixed..keep-1
     old = old_positions[..., fixed:].flatten(0, 1)  # (L * H_kv, m)
-    unmoved = old == torch.arange(fixed, keep, device=device)  # (L * H_kv, m)
     part = keys[:, :, fixed:].flatten(0, 1)  # (L * H_kv, m, D) view
     for rows in _row_slices(part, table[0].shape[-1]):
-        moved_cos, moved_sin = rotation_between((table[0][old[rows]], table[1][old[rows]]), new)  # (r, m, rot) each
-        moved_cos.masked_fill_(unmoved[rows, :, None], 1.0)  # x * 1 + roll(x) * 0 == x exactly
-        moved_sin.masked_fill_(unmoved[rows, :, None], 0.0)
-        rotate_in_place(part[rows], (moved_cos, moved_sin))
+        back = (undo[0][old[rows]], undo[1][old[rows]])  # (r, m, rot) each
+        rotate_in_place(part[rows], back, redo)
 
 
 def _row_slices(part: torch.Tensor, rot: int) -> list[slice]:

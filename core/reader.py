@@ -26,7 +26,8 @@ from .words import TokenBoundaries, max_over_sentences, share_with_edges, sum_ov
 
 # Rows of LM-head logits computed at once for NuC: at most this many, and at most what keeps each of the two
 # (rows, vocab) buffers within _NOVELTY_BUFFER_BYTES (256 rows at a 49K vocabulary in bf16, 128 in fp32; a 152K
-# vocabulary in fp32 gets 43). They live as long as the read, beside the forward's own activations.
+# vocabulary in fp32 gets 43; on a GPU a whole piece). They live as long as the read, beside the forward's own
+# activations.
 _NOVELTY_ROWS = 256
 _NOVELTY_BUFFER_BYTES = 25 * 2**20
 
@@ -397,7 +398,7 @@ class ContinualReader:
         """
         scores = torch.zeros(len(ids), dtype=torch.float32, device=hidden.device)
         if carried is not None:
-            scores[0] = -carried[ids[0]]
+            scores[:1] = -carried[ids[:1]]  # a 1-element index: a 0-dim one is read back to the host
         logits_buffer, logprobs_buffer = self._buffers_for_novelty(hidden.dtype)
         slice_rows = logits_buffer.shape[0]
         logits = None
@@ -415,6 +416,8 @@ class ContinualReader:
         if self._novelty_buffers is None:
             vocab = self.model.get_output_embeddings().weight.shape[0]
             rows = max(1, min(_NOVELTY_ROWS, _NOVELTY_BUFFER_BYTES // (vocab * dtype.itemsize)))
+            if self.device.type == "cuda":  # one slice per piece: a GPU has the memory, and each slice is launches
+                rows = self.config.forward_tokens
             self._novelty_buffers = torch.empty(2, rows, vocab, dtype=dtype, device=self.device)
         return self._novelty_buffers
 

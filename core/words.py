@@ -110,8 +110,9 @@ def sum_over_words(scores: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
     starts = starts.clone()
     starts[0] = True
     word = torch.cumsum(starts.long(), dim=0) - 1  # (T,) word number of each token
-    totals = torch.zeros(int(word[-1]) + 1, dtype=scores.dtype, device=scores.device)
-    totals.scatter_add_(0, word, scores)  # (W,)
+    # T slots for the W <= T words: sized without reading W back from the device
+    totals = torch.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
+    totals.scatter_add_(0, word, scores)  # (T,), the first W used
     return totals[word]
 
 
@@ -146,6 +147,6 @@ def max_over_sentences(word_scores: torch.Tensor, ends: torch.Tensor, longest: i
     first = torch.cummax(torch.where(starts, index, 0), dim=0).values  # (T,) first token of each's sentence
     starts = starts | ((index - first) % longest == 0)
     span = torch.cumsum(starts.long(), dim=0) - 1  # (T,) span number of each token
-    best = torch.full((int(span[-1]) + 1,), float("-inf"), dtype=word_scores.dtype, device=word_scores.device)
-    best.scatter_reduce_(0, span, word_scores, reduce="amax", include_self=True)  # (spans,)
+    best = torch.full_like(word_scores, float("-inf"))  # (T,): a slot per span, sized without a host sync
+    best.scatter_reduce_(0, span, word_scores, reduce="amax", include_self=True)  # (T,), the first spans used
     return best[span]

@@ -9,7 +9,7 @@ from tiny_models import random_ids, tiny_loaded, tiny_tokenizer
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from infinipot.core import hf_adapter
+from infinipot.core import eviction, hf_adapter
 from infinipot.core import reader as reader_module
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
@@ -128,14 +128,44 @@ def test_a_compression_reads_nothing_back_from_the_device(method, monkeypatch):
     assert syncs == [[]] * len(per_compression)
 
 
+@pytest.mark.parametrize("nuc_unit", ["sentence", "word-edges", "token"])
+def test_a_piece_s_bookkeeping_reads_nothing_back_from_the_device(nuc_unit, monkeypatch):
+    """Around the forward (transformers' own code, not counted): NuC, word and sentence units, provenance."""
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=160, keep_size=64, forward_tokens=24, nuc_unit=nuc_unit))
+    recorder = OpRecorder()
+    run_decoder = hf_adapter.run_decoder
+
+    def forward_unrecorded(*args):
+        recorder.__exit__(None, None, None)
+        try:
+            return run_decoder(*args)
+        finally:
+            recorder.__enter__()
+
+    read_piece = reader_module.ContinualReader._read
+
+    def recorded(self, *args, **kwargs):
+        with recorder:
+            read_piece(self, *args, **kwargs)
+
+    monkeypatch.setattr(hf_adapter, "run_decoder", forward_unrecorded)
+    monkeypatch.setattr(reader_module.ContinualReader, "_read", recorded)
+    pot = read(engine, random_ids(400, seed=8), chunk=50, fixed_shapes=True)
+    assert pot.cycles >= 3 and len(recorder.ops) > 100
+    assert [str(op) for op in recorder.ops if str(op) in SYNC_OPS] == []
+
+
 @pytest.mark.parametrize("method", ["infinipot", "streaming"])
 def test_a_compression_runs_the_same_few_ops_at_30_and_at_16_layers(method, monkeypatch):
-    config = PotConfig(pot_size=256, keep_size=128, forward_tokens=64, method=method)
+    # as on a GPU: CR-RoPE in one slice (a CPU slices a large pot's rows to keep its temporaries in its caches)
+    monkeypatch.setattr(eviction, "CPU_ROTATION_BYTES", 2**40)
+    config = PotConfig(method=method, window_step=1024)  # the default pot
     counts = {}
     for layers in (30, 16):
         per_compression = compression_ops(monkeypatch)
-        Engine(deep_loaded(layers), config).read([random_ids(1200, seed=3)])
+        Engine(deep_loaded(layers), config).read([random_ids(8500, seed=3)])
         counts[layers] = {sum(not op.is_view for op in ops) for ops in per_compression}
+        assert len(per_compression) >= 2
     assert counts[30] == counts[16]
     assert len(counts[30]) == 1 and max(counts[30]) < 100, counts
 
