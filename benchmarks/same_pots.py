@@ -66,6 +66,8 @@ def read_pots(out: Path, length: int, depths: list[float], dtypes: list[str], fi
 
 def compare(first: Path, second: Path) -> None:
     for path in sorted(first.glob("*.pt")):
+        if not (second / path.name).exists():  # read by one side only
+            continue
         a, b = torch.load(path), torch.load(second / path.name)
         ta, tb = a["tensors"], b["tensors"]
         overlap = kept_overlap(ta["origin"], tb["origin"])  # (L, H_kv)
