@@ -34,16 +34,11 @@ class Pot:
     def entries(self) -> int:
         return int(self.origin.shape[-1])
 
-    def sink_mask(self, layer: int, sink_tokens: int) -> torch.Tensor:
-        """(H_kv, n) bool: the entries of `layer` never evicted, the first `sink_tokens` of the stream.
+    def sink_masks(self, sink_tokens: int) -> torch.Tensor:
+        """(L, H_kv, n) bool: the entries never evicted, the first `sink_tokens` of the stream.
 
         In a merged pot only the first document's opening is a sink: the others' were dropped at the merge.
         """
-        protected = self.origin[layer] < sink_tokens
-        return protected if self.source is None else protected & (self.source[layer] == 0)
-
-    def sink_masks(self, sink_tokens: int) -> torch.Tensor:
-        """(L, H_kv, n) bool: `sink_mask` of every layer at once."""
         protected = self.origin < sink_tokens
         return protected if self.source is None else protected & (self.source == 0)
 

@@ -28,7 +28,7 @@ def plain_compress_pot(model, pot, scorer, catalyst, keep, sink_tokens, cr_rope,
             keep=keep,
             **{name: t[layer] for name, t in carried.items()},
         )
-        protected = pot.sink_mask(layer, sink_tokens)
+        protected = pot.sink_masks(sink_tokens)[layer]
         idx, reason = select_entries(scorer.score(evidence), pot.novelty[layer], protected, keep, scorer.novelty_share)
         kept_idx.append(idx)
         reasons.append(reason)
