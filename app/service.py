@@ -22,6 +22,7 @@ from infinipot.app.ask.follow_up import (
     RecordedTurn,
     follow_up_query,
     turns_in_view,
+    writer_turns,
 )
 from infinipot.app.ask.held import HeldStream
 from infinipot.app.ask.library import LibraryConfig, LibraryStats
@@ -396,7 +397,7 @@ class DocumentService:
             settings.grounding,
             verdict,
             earlier=" ".join(asked.strip() for asked, _ in history),
-            history=history,
+            history=writer_turns(history),
             carried=[turn.answer for turn in carried],
             names=names,
             pot_entries=settings.evidence.pot_entries,

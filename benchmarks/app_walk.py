@@ -1,4 +1,4 @@
-"""Walk through the web app as a new user would and take named screenshots of issue 33's items.
+"""Walk through the web app as a new user would and take named screenshots of issue 33's items (and issue 32's, 13-15).
 
 The same walk runs against any checkout, so the screenshots of the old code ("before") and of the fixed code
 ("after") can be put side by side:
@@ -871,6 +871,23 @@ def item14_log_follow_up(walk: Walk) -> None:
         walk.element_shot("#ip-chat", "item14-log-chat", "the log question and its follow-up, each with its quote")
 
 
+STORY = "story.txt"
+STORY_QUESTIONS = ("How high is Mount Aster?", "Whom did Elena meet at the foot of it?")
+
+
+def item15_follow_up_after_not_found(walk: Walk) -> None:
+    """Issue 32's follow-up after an answer that found nothing: "How high is Mount Aster?" (the story never says),
+    then "Whom did Elena meet at the foot of it?", answered from the story with its quote."""
+    ensure_document(walk, STORY)
+    walk.chat_about(STORY)
+    for number, question in enumerate(STORY_QUESTIONS, start=1):
+        walk.ask(question)
+        answer = walk.wait_answer(question)
+        walk.log.text(f"answer {number}", answer, limit=4000)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item15-story-chat", "a not-found answer and the follow-up answered after it")
+
+
 ITEMS: dict[int, Callable[[Walk], None]] = {
     10: item10_first_screen,
     2: item02_research_words,
@@ -886,6 +903,7 @@ ITEMS: dict[int, Callable[[Walk], None]] = {
     12: item12_all_documents,
     13: item13_trusted_answers,
     14: item14_log_follow_up,
+    15: item15_follow_up_after_not_found,
 }  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
 
 

@@ -19,6 +19,8 @@ confidence.
 - The sentences it may agree with are the judge's `shortlist` best and the one it copied at least `copied_words`
   consecutive words from (its source, wherever the judge ranked it). The writer reads each passage up to its last
   whole sentence: a passage that ends with the start of a table of contents is continued, not answered.
+- For a question asking no number, version, date or person, the sentence must also hold one of the question's
+  own content words (`on_topic`): a writer that copies an unrelated sentence whole agrees with it trivially.
 - A follow-up asking a number, version, date or name whose fact none of the judge's best sentences holds is
   answered with the earlier answer's sentence when that holds one (`earlier_fact`).
 - Otherwise the answer says plainly that no direct answer was found and quotes the closest sentence
@@ -41,7 +43,7 @@ from dataclasses import dataclass, replace
 from .answer_sentences import Sentence, longest_copied_run, ranked_sentences, whole_sentences_end
 from .decoding import DecodingConfig, decoding_for
 from .engine import AnswerStats, Engine
-from .grounding import unsupported_words
+from .grounding import content_words, unsupported_words
 from .question_kind import holds_kind, question_kind
 
 GROUNDING_STYLES = ("checked", "sentence", "free")
@@ -94,6 +96,11 @@ class GroundingConfig:
     # The writer reads each passage up to its last whole sentence (answer_sentences.whole_sentences_end), not
     # the start of a table of contents or heading after it.
     whole_sentences: bool = True
+    # A written answer to a question of no particular kind agrees only with a sentence holding one of the
+    # question's own content words (on_topic). Development set: it turned the follow-ups "And which program does
+    # the reverse?" (asn1Coding's sentence, the earlier answer's) and "How must it be written to disk?" (the
+    # header table) from stated wrong answers into "no direct answer found".
+    on_topic: bool = True
 
     def __post_init__(self) -> None:
         if self.style not in GROUNDING_STYLES:
@@ -155,6 +162,18 @@ def holds_names(sentence: Sentence, names: Sequence[str], passages: Sequence[str
         return True
     held = [sentence.text] + ([passages[sentence.span]] if 0 <= sentence.span < len(passages) else [])
     return not unsupported_words(" ".join(names), held)
+
+
+def on_topic(sentence: Sentence, question: str) -> bool:
+    """Whether the sentence speaks of something the question itself names, when the question asks for no number,
+    version, date or person (core.question_kind "other"): one of the question's content words is in it. Such a
+    question's answer is recognised by its topic, not by the kind of thing it holds, and a sentence sharing no word
+    with it is one the writer copied whatever was asked ("How must it be written to disk?" answered with the
+    mime.cache header table). A question that names nothing ("Why?") and the other kinds pass."""
+    words = content_words(question)
+    if question_kind(question) != "other" or not words:
+        return True
+    return any(not unsupported_words(word, [sentence.text]) for word in words)
 
 
 def stands_out(
@@ -332,6 +351,7 @@ def grounded_answer(
                     if agrees(answer, s, f"{earlier} {question}", config.agreement)
                     and holds_kind(s.text, question, earlier)
                     and holds_names(s, names, texts)
+                    and (config.on_topic is False or on_topic(s, question))
                 ),
                 None,
             )

@@ -7,7 +7,7 @@ import pytest
 from helpers import expect_one_line_error, run_json
 from tiny_models import tiny_loaded
 
-from infinipot.app.ask.follow_up import follow_up_query, refers_back, turns_in_view
+from infinipot.app.ask.follow_up import NOT_FOUND_TURN, follow_up_query, refers_back, turns_in_view, writer_turns
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.prompts import encode
@@ -165,3 +165,38 @@ def test_a_follow_up_answered_with_the_earlier_sentence_cites_where_that_sentenc
     pieces, follow, _ = service.ask(str(document), "What version of it?", conversation_id=cid)
     assert "".join(pieces) == stated and follow.answered_by == "earlier"
     assert follow.citations[0]["label"] == "page 2" and follow.citations[0]["quote"] == stated
+
+
+def test_the_writer_does_not_see_an_earlier_turn_that_found_nothing():
+    found = ("Under which license is this manual distributed?", "Permission is granted under the GNU FDL.")
+    missed = ("How high is Mount Aster?", NOT_FOUND_TURN)
+    assert writer_turns([found]) == [found]
+    assert writer_turns([found, missed]) == [found]
+    assert writer_turns([missed]) == []
+
+
+def test_a_follow_up_after_an_answer_that_found_nothing_is_written_without_that_turn(
+    tmp_path, infinipot_home, tiny_model_dir, document, monkeypatch
+):
+    from infinipot.app import service as service_module
+    from infinipot.app.service import DocumentService
+
+    seen: list[tuple[str, list]] = []
+    answerable = iter([False, True])
+
+    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+        seen.append((kwargs["earlier"], list(kwargs["history"])))
+        verdict.reason, verdict.answerable = "none", next(answerable)
+        yield f"answer to {question}"
+
+    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    service = DocumentService(infinipot_home, device="cpu")
+    service.read(document, PotConfig(pot_size=128, keep_size=48), tiny_model_dir)
+    pieces, first, _ = service.ask(str(document), "How high is Mount Aster?")
+    "".join(pieces)
+    pieces, _, _ = service.ask(
+        str(document), "Whom did Elena meet at the foot of it?", conversation_id=first.conversation_id
+    )
+    "".join(pieces)
+    # The judge still reads the earlier question; the writer is not shown the turn that found nothing.
+    assert seen[-1] == ("How high is Mount Aster?", [])

@@ -378,3 +378,31 @@ def test_a_follow_up_asking_a_version_takes_the_earlier_answers_fact_when_no_bes
     scored(engine, monkeypatch, "It is version 2.0.", {**low, stated: -4.0})
     assert ask(engine, "And what does it cover?", None, passages, earlier, carried=[stated])[1].reason != "earlier"
     assert ask(engine, "What version of it?", None, passages, earlier)[1].reason == "none"
+
+
+def test_a_question_of_no_particular_kind_is_answered_only_by_a_sentence_on_its_topic(engine, monkeypatch):
+    passages = ["The cache header holds two version fields. Files are written to a temporary name, then moved."]
+    header = "The cache header holds two version fields."
+    # The writer copies the header sentence, which shares no word with what is asked.
+    judged(engine, monkeypatch, header, header)
+    text, verdict, _ = ask(engine, "How must it be saved to disk?", passages=passages)
+    assert not verdict.answerable and verdict.reason == "none" and text.startswith(NOT_ANSWERED)
+    # Off, the copy agrees with the sentence it copied.
+    assert ask(engine, "How must it be saved to disk?", GroundingConfig(on_topic=False), passages)[0] == header
+    # A sentence holding one of the question's words (an inflection folded) answers it.
+    assert ask(engine, "Which header fields does the cache hold?", passages=passages)[0] == header
+    # A question asking a number is judged by the kind of thing it asks, not its topic.
+    judged(engine, monkeypatch, "It holds two version fields.", header)
+    text, verdict, _ = ask(engine, "How many does it have?", passages=passages)
+    assert verdict.answerable and text == header
+
+
+def test_whether_a_sentence_is_on_a_questions_topic():
+    from infinipot.core.answer_sentences import Sentence
+    from infinipot.core.grounded_answer import on_topic
+
+    sentence = Sentence("Cache files have to be written atomically.", 0, 0.0)
+    assert on_topic(sentence, "How must it be written to disk?")
+    assert not on_topic(sentence, "And which program does the reverse?")
+    assert on_topic(sentence, "Why?")  # names nothing: no topic to check
+    assert on_topic(sentence, "Who wrote the program?")  # a person is asked: the kind decides

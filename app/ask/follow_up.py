@@ -63,6 +63,15 @@ def turns_in_view(question: str, history: list[tuple[str, str]]) -> list[tuple[s
     return history[-FOLLOW_UP_TURNS:] if history and refers_back(question) else []
 
 
+def writer_turns(history: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The earlier turns the writer sees: those that found an answer. A turn that found nothing gives the writer
+    no fact, only a refusal to imitate: after "How high is Mount Aster?" found nothing, "Whom did Elena meet at the
+    foot of it?" was written "The document does not provide a specific name ..." beside the passage naming
+    Dr. Nadia Fenn. The judge still reads the earlier question (its `earlier`), and the evidence is still sought
+    for both questions."""
+    return [(asked, answered) for asked, answered in history if answered != NOT_FOUND_TURN]
+
+
 def follow_up_query(question: str, history: list[tuple[str, str]]) -> str:
     """What the evidence is sought for: the earlier questions in view, then this one."""
     return " ".join([asked.strip() for asked, _ in history] + [question.strip()])
