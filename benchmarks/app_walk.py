@@ -861,14 +861,22 @@ LOG_QUESTIONS = ("Which card processor timed out?", "After how many milliseconds
 def item14_log_follow_up(walk: Walk) -> None:
     """Issue 32's follow-up on a log: which processor timed out, then "After how many milliseconds?", each answered
     with a whole log line (from its timestamp) and its quote."""
-    ensure_document(walk, LOG)
-    walk.chat_about(LOG)
-    for number, question in enumerate(LOG_QUESTIONS, start=1):
+    chat_in_turns(
+        walk, LOG, LOG_QUESTIONS, "item14-log-chat", "the log question and its follow-up, each with its quote"
+    )
+
+
+def chat_in_turns(walk: Walk, name: str, questions: tuple[str, ...], shot: str, caption: str) -> None:
+    """Ask `questions` in turn in one chat about `name` (uploaded first if the home lacks it), log each answer and
+    take one screenshot of the conversation."""
+    ensure_document(walk, name)
+    walk.chat_about(name)
+    for number, question in enumerate(questions, start=1):
         walk.ask(question)
         answer = walk.wait_answer(question)
         walk.log.text(f"answer {number}", answer, limit=4000)
     with expanded_chat(walk):
-        walk.element_shot("#ip-chat", "item14-log-chat", "the log question and its follow-up, each with its quote")
+        walk.element_shot("#ip-chat", shot, caption)
 
 
 STORY = "story.txt"
@@ -878,14 +886,8 @@ STORY_QUESTIONS = ("How high is Mount Aster?", "Whom did Elena meet at the foot 
 def item15_follow_up_after_not_found(walk: Walk) -> None:
     """Issue 32's follow-up after an answer that found nothing: "How high is Mount Aster?" (the story never says),
     then "Whom did Elena meet at the foot of it?", answered from the story with its quote."""
-    ensure_document(walk, STORY)
-    walk.chat_about(STORY)
-    for number, question in enumerate(STORY_QUESTIONS, start=1):
-        walk.ask(question)
-        answer = walk.wait_answer(question)
-        walk.log.text(f"answer {number}", answer, limit=4000)
-    with expanded_chat(walk):
-        walk.element_shot("#ip-chat", "item15-story-chat", "a not-found answer and the follow-up answered after it")
+    caption = "a not-found answer and the follow-up answered after it"
+    chat_in_turns(walk, STORY, STORY_QUESTIONS, "item15-story-chat", caption)
 
 
 ITEMS: dict[int, Callable[[Walk], None]] = {
