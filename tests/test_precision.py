@@ -118,3 +118,50 @@ def test_an_unknown_dtype_is_refused_by_the_parser(capsys, document):
         main(["read", str(document), "--dtype", "half"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'half'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_one_row_products_give_the_plain_linear_layers_results_bit_for_bit(dtype):
+    from tiny_models import build_model
+
+    from infinipot.core.generate import decode_one_token, prefill
+    from infinipot.core.hf_adapter import new_cache
+    from infinipot.core.precision import _OneRowLinear, one_row_products
+
+    torch.manual_seed(0)
+    model = build_model("llama").to(dtype).eval()
+    plain = build_model("llama").to(dtype).eval()
+    plain.load_state_dict(model.state_dict())
+    one_row_products(model)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(type(m) is _OneRowLinear for m in linears)
+    head = model.get_output_embeddings()
+    assert head.weight is model.get_input_embeddings().weight or not model.config.tie_word_embeddings
+    biased = torch.nn.Linear(8, 5).to(dtype)
+    reference = torch.nn.Linear(8, 5).to(dtype)
+    reference.load_state_dict(biased.state_dict())
+    biased.__class__ = _OneRowLinear
+    for shape in ((1, 1, 8), (8,), (1, 3, 8)):  # one row decoded, a bare vector, rows of a prompt
+        x = torch.randn(shape, dtype=dtype)
+        assert torch.equal(biased(x), reference(x)) and biased(x).shape == reference(x).shape
+
+    def greedy(m) -> tuple[list[int], torch.Tensor]:
+        cache, tokens = new_cache(), []
+        with torch.inference_mode():
+            logits = prefill(m, cache, list(range(5, 40)), 0)
+            for step in range(6):
+                tokens.append(int(logits.argmax()))
+                logits = decode_one_token(m, cache, tokens[-1], 35 + step)
+        return tokens, logits
+
+    ours, theirs = greedy(model), greedy(plain)
+    assert ours[0] == theirs[0] and torch.equal(ours[1], theirs[1])
+
+
+def test_a_model_loaded_on_a_cpu_in_bfloat16_decodes_one_row_products(tiny_model_dir):
+    from infinipot.core.model import ModelSpec, load_model
+    from infinipot.core.precision import _OneRowLinear
+
+    for dtype, expected in (("bfloat16", _OneRowLinear), ("float32", torch.nn.Linear)):
+        loaded = load_model(ModelSpec(name=tiny_model_dir, device="cpu", dtype=dtype), home=None)
+        assert {type(m) for m in loaded.model.modules() if isinstance(m, torch.nn.Linear)} == {expected}
