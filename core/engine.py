@@ -340,6 +340,7 @@ class Engine:
         cache, next_position, entries = self._cache_for_request(
             pot, request, decoding.max_new_tokens, stats, focus, catalyst or request
         )
+        cache = hf_adapter.room_to_grow(cache, len(request) + decoding.max_new_tokens)
         prior = None
         if prior_request is not None and decoding.contrast > 0:
             opening = self.opening_pot()

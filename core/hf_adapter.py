@@ -16,6 +16,8 @@ from transformers.cache_utils import DynamicLayer
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
+from .slab import KVSlab
+
 # The attention implementation is a setting of the whole model, and the app runs a read (catalyst passes) and
 # an answer (citations, answer-time distillation) on one model in two threads: without this lock one thread's
 # switch back to SDPA could land in the middle of the other's eager pass, whose weights would then be missing.
@@ -94,11 +96,26 @@ class _SlabLayer(DynamicLayer):
 def slab_cache(slab, entries: int) -> DynamicCache:
     """A cache whose layers write in place into `slab` (core.slab.KVSlab), holding its first `entries` rows.
 
-    For the reader only: what it writes lands in the slab, so two caches over one slab must never both grow.
+    What it writes lands in the slab, so two caches over one slab must never both grow (the reader's, and an
+    answer's own: room_to_grow).
     """
     cache = DynamicCache()
     cache.layers = [_SlabLayer(slab, index, entries) for index in range(slab.layers)]
     return cache
+
+
+def room_to_grow(cache: DynamicCache, room: int) -> DynamicCache:
+    """A cache holding a copy of `cache`'s entries with `room` more rows preallocated, written in place as an answer
+    is decoded (a slab, as the reader's): transformers' own cache concatenates every layer into a new tensor at
+    every token, copying all the entries held each time. `cache` itself is not changed."""
+    layers = cache_layers(cache)
+    if not layers:  # nothing read yet: its layers are made by the first forward
+        return cache
+    entries = layers[0][0].shape[2]
+    slab = KVSlab(len(layers), entries + room)
+    if entries:
+        slab.fill([keys for keys, _ in layers], [values for _, values in layers])
+    return slab_cache(slab, entries)
 
 
 def cache_layers(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
