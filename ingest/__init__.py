@@ -10,7 +10,7 @@ from .document import Document, open_document
 from .errors import IngestError
 from .location import Location, Segment
 from .locmap import TokenLocationMap
-from .rawbytes import file_fingerprint
+from .rawbytes import file_bytes, file_fingerprint
 from .tokenstream import Progress, TokenStream
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "Segment",
     "TokenLocationMap",
     "TokenStream",
+    "file_bytes",
     "file_fingerprint",
     "open_document",
 ]

@@ -43,13 +43,29 @@ def file_fingerprint(path: str | os.PathLike) -> str:
     """SHA-256 hex digest of the file's raw bytes, read in chunks without parsing."""
     path = Path(path)
     try:
-        kind = special_file_kind(path.stat().st_mode)
-        if kind is not None:
-            raise IngestError(not_a_regular_file(path.name, kind))
+        _require_regular(path)
         with open(path, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError as exc:
         raise IngestError(describe_os_error(path.name, exc)) from None
+
+
+def file_bytes(path: str | os.PathLike) -> tuple[bytes, str]:
+    """The file's raw bytes and their SHA-256 hex digest (file_fingerprint's), read once: what is sent to a worker
+    is then exactly what was fingerprinted, whatever happens to the file meanwhile."""
+    path = Path(path)
+    try:
+        _require_regular(path)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise IngestError(describe_os_error(path.name, exc)) from None
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def _require_regular(path: Path) -> None:
+    kind = special_file_kind(path.stat().st_mode)
+    if kind is not None:
+        raise IngestError(not_a_regular_file(path.name, kind))
 
 
 class RawReader:

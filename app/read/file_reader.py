@@ -67,14 +67,16 @@ class FileReader:
         model_name: str = "default",
         follow: bool = False,
         dtype: str | None = None,
+        fingerprint: str | None = None,
     ) -> ReadReport | ReadJob:
-        """Everything before the reading itself: the report of a reused pot, or the claimed pot to read into."""
+        """Everything before the reading itself: the report of a reused pot, or the claimed pot to read into.
+        `fingerprint`: the file's, when the caller read its bytes already (ingest.file_bytes)."""
         started = time.perf_counter()
         store = self.library.store
         path = Path(path)
         store.require_writable(f"reading {path.name}")
         document = open_document(path)
-        fingerprint = file_fingerprint(path)
+        fingerprint = fingerprint or file_fingerprint(path)
         engine = Engine(self.library.models.get(model_name, dtype), config)
         engine.new_reader()  # impossible settings fail here, before anything is recorded
         plan = plan_read(store, path, document, fingerprint, engine, follow)

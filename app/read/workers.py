@@ -27,6 +27,7 @@ from infinipot.app.read.file_reader import FileChangedWhileRead, FileReader, Rea
 from infinipot.app.read.many import FILE_ERRORS, DocumentDone, LibraryProgress, error_line, file_size
 from infinipot.app.read.report import ReadReport
 from infinipot.core.config import PotConfig
+from infinipot.ingest import file_bytes
 
 RAY_MISSING = (
     "--workers and --cluster read on Ray, which is not installed: pip install 'infinipot[ray]' "
@@ -210,7 +211,8 @@ def read_on_workers(
             while idle and pending:
                 path = pending.popleft()
                 try:
-                    job = reader.prepare(path, config, model_name, False, dtype)
+                    data, fingerprint = file_bytes(path)  # read once: the worker gets the bytes fingerprinted
+                    job = reader.prepare(path, config, model_name, False, dtype, fingerprint)
                     if not isinstance(job, ReadReport) and job.scope.base is not None:  # a grown log continues here
                         interval = reader.checkpoint_seconds
                         outcome = read_document(library.store, job.engine, job.document, job.record, interval)
@@ -224,7 +226,8 @@ def read_on_workers(
                     yield DocumentDone(path, job)
                     continue
                 actor = idle.popleft()
-                running[_submit(actor, reader, job, config)] = _Running(actor, job, path)
+                running[_submit(actor, reader, job, config, data)] = _Running(actor, job, path)
+                data = b""  # Ray holds its own copy now; not kept while the workers read
                 progress.current[path.name] = 0
             if not running:
                 continue
@@ -249,8 +252,8 @@ def read_on_workers(
         ray.shutdown()
 
 
-def _submit(actor, reader: FileReader, job: ReadJob, config: PotConfig):
-    return actor.read.remote(job.path.name, job.path.read_bytes(), config, checkpoint_state(reader, job))
+def _submit(actor, reader: FileReader, job: ReadJob, config: PotConfig, data: bytes):
+    return actor.read.remote(job.path.name, data, config, checkpoint_state(reader, job))
 
 
 def _collect(ray, reader: FileReader, run: _Running, ref) -> DocumentDone:

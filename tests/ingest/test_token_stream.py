@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 
 import pytest
 
-from infinipot.ingest import IngestError, Location, file_fingerprint, open_document
+from infinipot.ingest import IngestError, Location, file_bytes, file_fingerprint, open_document
 
 DOCUMENTS = ["sample.pdf", "report.docx", "novel.epub", "page.html", "latin1.log", "utf16.txt", "app.log.gz"]
 
@@ -149,3 +150,20 @@ def test_long_line_pieces_tokenize_like_the_whole_line(tmp_path, tokenizer):
     assert [token for chunk in chunks for token in chunk] == tokenizer(line, add_special_tokens=False)["input_ids"]
     assert {segment.location.line for segment in doc.segments()} == {1}
     assert stream.warnings == ["1 very long lines were split into pieces of at most 8,192 characters"]
+
+
+def test_a_files_bytes_are_read_once_with_the_fingerprint_of_what_was_read(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("first line\nsecond line\n", encoding="utf-8")
+    data, fingerprint = file_bytes(path)
+    assert data == path.read_bytes() and fingerprint == file_fingerprint(path)
+    path.write_text("changed\n", encoding="utf-8")  # what was read keeps its own fingerprint
+    assert fingerprint == hashlib.sha256(data).hexdigest() != file_fingerprint(path)
+    with pytest.raises(IngestError, match="was not found"):
+        file_bytes(tmp_path / "gone.txt")
+    with pytest.raises(IngestError, match="is a folder"):
+        file_bytes(tmp_path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(IngestError, match="named pipe"):
+        file_bytes(fifo)  # refused before any open, which would block
