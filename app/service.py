@@ -532,7 +532,8 @@ class DocumentService:
             records = self.store.documents.all()
         else:
             records = list({d.id: d for d in (documents.require_document(self.store, doc) for doc in docs)}.values())
-        return [r for r in records if general_pot(self.store.pots.for_document(r.id)) is not None]
+        complete = self.store.pots.complete_by_document()
+        return [r for r in records if general_pot(complete.get(r.id, [])) is not None]
 
     def _rare_in_all(self, doc_ids: Iterable[str], question: str, most: int | None) -> list[str]:
         """The names `question` asks about that every one of the documents mentions at most `most` times

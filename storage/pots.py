@@ -43,6 +43,13 @@ class Pots:
     def for_document(self, document_id: str) -> list[PotRecord]:
         return self._many("document_id = ?", [document_id])
 
+    def complete_by_document(self) -> dict[str, list[PotRecord]]:
+        """Every complete pot, grouped by its document, in one query (a library question looks at them all)."""
+        grouped: dict[str, list[PotRecord]] = {}
+        for pot in self._many("status = 'complete'", []):
+            grouped.setdefault(pot.document_id, []).append(pot)
+        return grouped
+
     def latest_complete(self, document_id: str) -> PotRecord | None:
         found = self._many(
             "document_id = ? AND status = 'complete'", [document_id], order_by="completed_at DESC, id DESC"

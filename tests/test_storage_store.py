@@ -67,6 +67,19 @@ def test_claim_complete_and_reuse_lookup(store):
     assert store.pots.latest_complete(doc.id).id == pot.id
 
 
+def test_complete_pots_are_grouped_by_document_in_one_lookup(store):
+    first, second, reading = (record_document(store, h * 32, f"{h}.txt") for h in ("ab", "ac", "ad"))
+    pots = {}
+    for doc, model in ((first, "model-a"), (first, "model-b"), (second, "model-a"), (reading, "model-a")):
+        pots[doc.id, model] = store.claim_pot(doc.id, "default", model, CONFIG, "infinipot")
+    for key in ((first.id, "model-a"), (first.id, "model-b"), (second.id, "model-a")):
+        store.complete_pot(pots[key].id, tensors(), frozenset({"keys.0"}), {"cycles": 1}, SUMMARY)
+    grouped = store.pots.complete_by_document()
+    assert sorted(grouped) == sorted([first.id, second.id])  # the one still being read is not there
+    assert [p.id for p in grouped[first.id]] == [pots[first.id, "model-a"].id, pots[first.id, "model-b"].id]
+    assert all(p.status == "complete" for group in grouped.values() for p in group)
+
+
 def test_checkpoints_keep_only_the_latest_and_completion_removes_them(store):
     doc = record_document(store)
     pot = store.claim_pot(doc.id, "default", "model-a", CONFIG, "infinipot")
