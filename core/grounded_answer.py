@@ -259,6 +259,18 @@ def copied_sentence(written: str, ranked: Sequence[Sentence], least: int | None)
 CLOSEST_WORDS = 40
 
 
+# A sentence of fewer words is a heading ("Mount Aster", "The treemagic files"), not a passage: the closest passage
+# quoted when no direct answer was found is the judge's best sentence of at least this many words (the best of any
+# length when none is that long). On the development set this changed 4 not-found answers' quotes; one then held
+# its answer ("The file starts with the magic string "MIME-TreeMagic\0\n"." for the treemagic file), none lost it.
+CLOSEST_LEAST_WORDS = 4
+
+
+def closest_sentence(ranked: Sequence[Sentence]) -> Sentence | None:
+    """The sentence quoted as the closest passage: the best-ranked of at least CLOSEST_LEAST_WORDS words."""
+    return next((s for s in ranked if len(s.text.split()) >= CLOSEST_LEAST_WORDS), ranked[0] if ranked else None)
+
+
 def not_answered(closest: Sentence | None) -> str:
     """The answer when no direct answer was found: said plainly, with the closest sentence (its first
     CLOSEST_WORDS words)."""
@@ -362,6 +374,7 @@ def grounded_answer(
         else:
             verdict.kept_written, verdict.reason = True, "free"
     if not verdict.answerable:
+        verdict.sentence = closest_sentence(verdict.ranked) or verdict.sentence
         answer = not_answered(verdict.sentence)
     stats.ttft_seconds = time.perf_counter() - started
     yield answer

@@ -174,6 +174,20 @@ def test_a_long_closest_sentence_is_quoted_by_its_first_words_in_a_not_found_ans
     assert quoted == " ".join(table.split()[:CLOSEST_WORDS]) + " …"
 
 
+def test_a_heading_is_not_quoted_as_the_closest_passage(engine, monkeypatch):
+    passages = ["Mount Aster\n\nThe highest station of the survey was the summit of Mount Aster. It was cold."]
+    judged(engine, monkeypatch, "It is 2,000 metres high.", "Mount Aster")
+    text, verdict, stats = ask(engine, "How high is Mount Aster?", passages=passages)
+    assert verdict.ranked[0].text == "Mount Aster"  # the judge's best: a heading
+    closest = "The highest station of the survey was the summit of Mount Aster."
+    assert not verdict.answerable and verdict.sentence.text == closest
+    assert text == f"{NOT_ANSWERED} The closest passage: “{closest}”"
+    # With no sentence of 4 words, the best is quoted whatever its length.
+    judged(engine, monkeypatch, "It is 2,000 metres high.", "Mount Aster")
+    text, verdict, _ = ask(engine, "How high is Mount Aster?", passages=["Mount Aster\n\nIt was cold."])
+    assert verdict.sentence.text == "Mount Aster" and text.endswith("“Mount Aster”")
+
+
 def test_a_sentence_met_twice_is_judged_once(engine, monkeypatch):
     # Overlapping passages hold the best sentence twice; a copy must not be the "next best" it stands out from.
     judged(engine, monkeypatch, "Something else.", BEST, lead=1.0)
