@@ -884,8 +884,9 @@ STORY_QUESTIONS = ("How high is Mount Aster?", "Whom did Elena meet at the foot 
 
 
 def item15_follow_up_after_not_found(walk: Walk) -> None:
-    """Issue 32's follow-up after an answer that found nothing: "How high is Mount Aster?" (the story never says),
-    then "Whom did Elena meet at the foot of it?", answered from the story with its quote."""
+    """Issue 32's follow-up after an answer that found nothing: "How high is Mount Aster?" (not found, though the
+    story says 1,206 metres in a sentence that does not name the mountain), then "Whom did Elena meet at the foot
+    of it?", answered from the story with its quote."""
     caption = "a not-found answer and the follow-up answered after it"
     chat_in_turns(walk, STORY, STORY_QUESTIONS, "item15-story-chat", caption)
 
