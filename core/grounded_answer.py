@@ -374,7 +374,7 @@ def grounded_answer(
         else:
             verdict.kept_written, verdict.reason = True, "free"
     if not verdict.answerable:
-        verdict.sentence = closest_sentence(verdict.ranked) or verdict.sentence
+        verdict.sentence = closest_sentence(verdict.ranked)  # not answerable: the sentence was ranked[0]
         answer = not_answered(verdict.sentence)
     stats.ttft_seconds = time.perf_counter() - started
     yield answer
