@@ -565,6 +565,13 @@ def with_neighbours(
     return [grown.get(id(span), span) for span in spans]
 
 
+def likeliest(engine: Engine, spans: list[Span], question: str, keep: int) -> list[tuple[int, float]]:
+    """(index, score) of the `keep` spans after which the question is likeliest (core.rerank), best first. One
+    document's candidates and a library's (app.ask.library) are chosen alike."""
+    scores = engine.question_likelihoods([span.ids for span in spans], question)
+    return [(index, scores[index]) for index in best_spans(scores, keep)]
+
+
 def most_likely_spans(
     engine: Engine, spans: list[Span], question: str, keep: int, order: str = "document"
 ) -> list[Span]:
@@ -574,8 +581,7 @@ def most_likely_spans(
     to_read = [span for span in spans if not span.held]
     if keep == 0 or (len(to_read) <= keep and order == "document"):
         return spans
-    scores = engine.question_likelihoods([span.ids for span in to_read], question)
-    best = best_spans(scores, keep)
+    best = [index for index, _ in likeliest(engine, to_read, question, keep)]
     if order == "likelihood":
         return [span for span in spans if span.held] + [to_read[index] for index in reversed(best)]
     kept = {id(to_read[index]) for index in best}

@@ -27,9 +27,8 @@ from infinipot.app.library.home import Library
 from infinipot.app.library.passage_index import ensure_indexed
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window
-from infinipot.core.evidence import EvidenceConfig, Span
+from infinipot.core.evidence import EvidenceConfig, Span, likeliest
 from infinipot.core.model import LoadedModel
-from infinipot.core.rerank import best_spans
 from infinipot.storage.passages import PassageHit
 from infinipot.storage.records import DocumentRecord
 
@@ -141,13 +140,11 @@ def reranked(stored: StoredPot, candidates: list[Candidate], question: str, keep
         return []
     if len(candidates) == 1:
         return [replace(candidates[0], span=replace(candidates[0].span, score=1.0))]
-    scores = stored.engine.question_likelihoods([c.span.ids for c in candidates], question)
-    best = best_spans(scores, keep)
-    weights = [math.exp(scores[index]) for index in best]
-    total = sum(weights) or 1.0
+    best = likeliest(stored.engine, [c.span for c in candidates], question, keep)
+    total = sum(math.exp(score) for _, score in best) or 1.0
     kept = [
-        replace(candidates[index], span=replace(candidates[index].span, score=weight / total))
-        for index, weight in zip(best, weights, strict=True)
+        replace(candidates[index], span=replace(candidates[index].span, score=math.exp(score) / total))
+        for index, score in best
     ]
     return list(reversed(kept))
 
