@@ -135,7 +135,8 @@ class Verdict:
     unsupported: tuple[str, ...] = ()  # content words of the written answer that the sentence does not hold
     written: str = ""  # the answer the model wrote, shown or not ("" when the best sentence stood out)
     standout: float | None = None  # the best sentence's score above the next best's
-    # why the answer is what it is: "standout", "agreement", "earlier", "free", "sentence", "margin", "none"
+    # why the answer is what it is: "standout", "agreement", "earlier", "free", "sentence", "margin", "none", or
+    # "unheld" (no sentence holds what is asked, so the writer was not run)
     reason: str = ""
 
 
@@ -174,6 +175,24 @@ def on_topic(sentence: Sentence, question: str) -> bool:
     if question_kind(question) != "other" or not words:
         return True
     return any(not unsupported_words(word, [sentence.text]) for word in words)
+
+
+def could_answer(
+    sentence: Sentence,
+    question: str,
+    earlier: str,
+    names: Sequence[str],
+    passages: Sequence[str],
+    config: GroundingConfig,
+) -> bool:
+    """Whether a written answer agreeing with `sentence` would make it the answer: it holds the kind of thing asked,
+    the question's rare `names` (with its passage) and, when `config.on_topic`, the question's topic. When no
+    judged sentence could, the writer is not run: nothing it wrote could be shown."""
+    return (
+        holds_kind(sentence.text, question, earlier)
+        and holds_names(sentence, names, passages)
+        and (config.on_topic is False or on_topic(sentence, question))
+    )
 
 
 def stands_out(
@@ -335,6 +354,11 @@ def grounded_answer(
         answer, verdict.reason = verdict.sentence.text, "standout"
     elif config.style == "checked" and (held := earlier_fact(ranked, first_carried, question, earlier, shortlist)):
         verdict.sentence, answer, verdict.reason = held, held.text, "earlier"
+    elif config.style == "checked" and not any(
+        could_answer(s, question, earlier, names, texts, config) for s in ranked
+    ):
+        # Whatever the writer wrote, no sentence could agree with it: not found, without the seconds of writing.
+        verdict.answerable, verdict.reason = False, "unheld"
     else:
         short = decoding_for(decoding, None)
         short = replace(short, max_new_tokens=min(short.max_new_tokens, config.written_tokens))
@@ -361,9 +385,7 @@ def grounded_answer(
                     s
                     for s in candidates
                     if agrees(answer, s, f"{earlier} {question}", config.agreement)
-                    and holds_kind(s.text, question, earlier)
-                    and holds_names(s, names, texts)
-                    and (config.on_topic is False or on_topic(s, question))
+                    and could_answer(s, question, earlier, names, texts, config)
                 ),
                 None,
             )

@@ -128,11 +128,27 @@ def test_a_best_sentence_without_the_kind_of_thing_asked_is_no_answer_however_fa
     question = "How many pages does the manual have?"
     asked = judged(engine, monkeypatch, "It has 300 pages.", best, lead=5.0)
     text, verdict, _ = ask(engine, question=question, passages=passages)
-    assert asked and not verdict.answerable and text.startswith(NOT_ANSWERED)
-    # Nor does the writer's agreement make it an answer: every word written is in the sentence, but no number is.
-    judged(engine, monkeypatch, "It is printed on green paper.", best, lead=5.0)
+    assert not verdict.answerable and text.startswith(NOT_ANSWERED)
+    # Nor could the writer's agreement make it an answer (no sentence holds a number), so the writer is not run.
+    assert asked == [] and verdict.reason == "unheld" and verdict.written == ""
+    assert text == f"{NOT_ANSWERED} The closest passage: “{best}”"
+
+
+def test_the_writer_runs_only_when_some_judged_sentence_could_agree_with_it(engine, monkeypatch):
+    passages = ["The manual is long. It has 300 pages and a green cover."]
+    question = "How many pages does the manual have?"
+    # One sentence holds a number, though the judge ranks it second: the writer runs and agrees with it.
+    asked = judged(engine, monkeypatch, "It has 300 pages.", "The manual is long.")
     text, verdict, _ = ask(engine, question=question, passages=passages)
-    assert not verdict.answerable and verdict.reason == "none"
+    assert asked == [question] and verdict.reason == "agreement" and text == "It has 300 pages and a green cover."
+    # A question of no particular kind: no sentence names its topic, so nothing written could be shown.
+    asked = judged(engine, monkeypatch, "The manual is long.", "The manual is long.")
+    text, verdict, _ = ask(engine, question="Where were the lighthouses built?", passages=passages)
+    assert asked == [] and verdict.reason == "unheld" and text.startswith(NOT_ANSWERED)
+    # With on_topic off, the writer runs (and its copy agrees with the sentence it copied).
+    off = GroundingConfig(on_topic=False)
+    text, verdict, _ = ask(engine, question="Where were the lighthouses built?", config=off, passages=passages)
+    assert verdict.reason == "agreement" and text == "The manual is long."
 
 
 def test_a_follow_up_is_judged_after_the_earlier_question_and_must_add_to_both(engine, monkeypatch):
@@ -302,7 +318,7 @@ def test_a_sentence_without_the_rare_name_asked_about_is_no_answer(engine, monke
     # The written answer agrees with it on every word the question does not give: still no answer.
     judged(engine, monkeypatch, "The captain of the Margarethe was Captain Josiah Pell.", heron)
     _, verdict, _ = ask(engine, question, passages=passages, names=["Margarethe"])
-    assert not verdict.answerable and verdict.reason == "none"
+    assert not verdict.answerable and verdict.reason == "unheld"  # no sentence names it: the writer is not run
     # A sentence whose passage names it may say "she": the passage is about the ship asked about.
     she = "She was commanded by Captain Wim Jansen."
     judged(engine, monkeypatch, "", she, lead=1.0)
@@ -391,7 +407,7 @@ def test_a_follow_up_asking_a_version_takes_the_earlier_answers_fact_when_no_bes
     # A question of no particular kind is not answered by the earlier sentence, nor is a follow-up with none.
     scored(engine, monkeypatch, "It is version 2.0.", {**low, stated: -4.0})
     assert ask(engine, "And what does it cover?", None, passages, earlier, carried=[stated])[1].reason != "earlier"
-    assert ask(engine, "What version of it?", None, passages, earlier)[1].reason == "none"
+    assert ask(engine, "What version of it?", None, passages, earlier)[1].reason == "unheld"
 
 
 def test_a_question_of_no_particular_kind_is_answered_only_by_a_sentence_on_its_topic(engine, monkeypatch):
@@ -400,7 +416,7 @@ def test_a_question_of_no_particular_kind_is_answered_only_by_a_sentence_on_its_
     # The writer copies the header sentence, which shares no word with what is asked.
     judged(engine, monkeypatch, header, header)
     text, verdict, _ = ask(engine, "How must it be saved to disk?", passages=passages)
-    assert not verdict.answerable and verdict.reason == "none" and text.startswith(NOT_ANSWERED)
+    assert not verdict.answerable and verdict.reason == "unheld" and text.startswith(NOT_ANSWERED)
     # Off, the copy agrees with the sentence it copied.
     assert ask(engine, "How must it be saved to disk?", GroundingConfig(on_topic=False), passages)[0] == header
     # A sentence holding one of the question's words (an inflection folded) answers it.
