@@ -118,6 +118,23 @@ def test_a_question_syntax_never_reaches_fts5():
     assert match_query("?!") == ""
 
 
+def test_a_document_matching_a_rare_word_once_outranks_one_matching_common_words_often():
+    from infinipot.app.ask.library import ranked_documents, search_words
+    from infinipot.storage.passages import PassageHit
+
+    def hit(document, score):
+        return PassageHit(document, 0, 10, "", score)
+
+    # The log holds "max_connections" once; the story holds "set" in many passages, each a weaker match.
+    hits = [hit("log", 8.5), hit("story", 7.0), hit("story", 6.9), hit("story", 6.8), hit("log", 1.0)]
+    assert ranked_documents(hits) == ["log", "story"]  # 8.5 + 0.1 * 1.0 against 7.0 + 0.1 * 13.7
+    # Near ties between best passages are broken by the next two.
+    assert ranked_documents([hit("a", 5.0), hit("b", 5.1), hit("a", 4.0), hit("a", 4.0)]) == ["a", "b"]
+    # Function words are not searched for; a question of function words alone is searched as it is.
+    assert search_words("What is max_connections set to?") == "max_connections set"
+    assert search_words("What is it?") == "What is it?"
+
+
 def test_a_library_question_cites_the_document_that_holds_its_words(
     folder, tiny_model_dir, infinipot_home, monkeypatch
 ):

@@ -28,6 +28,7 @@ from infinipot.app.library.passage_index import ensure_indexed
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window
 from infinipot.core.evidence import EvidenceConfig, Span, likeliest
+from infinipot.core.grounding import content_words
 from infinipot.core.model import LoadedModel
 from infinipot.storage.passages import PassageHit
 from infinipot.storage.records import DocumentRecord
@@ -124,13 +125,33 @@ def standing_in(
     return chosen
 
 
+# A document's passages after its best count this much each (its second and third best): they break near ties
+# between documents' best passages. Measured on the 200-document library (docs/benchmarks.md, "A whole library"):
+# the right document first for 49 of the 54 development questions and 22 of the 44 paraphrased ones with 0.1,
+# 48 and 22 with 0.3, 51 and 18 with the best passage alone, 47 and 23 with the three summed (1.0).
+NEXT_PASSAGES_WEIGHT = 0.1
+
+
 def ranked_documents(hits: list[PassageHit]) -> list[str]:
-    """Documents by their best passages: the sum of the bm25 scores of each one's best three (a document that
-    holds the question's words in several places outranks one that matches once, by chance, a little better)."""
+    """Documents by their best passage, their second and third best adding NEXT_PASSAGES_WEIGHT of theirs: a
+    document that matches the question's rare word once (a log's "max_connections") outranks one that holds its
+    commoner words in many places (a story's "set")."""
     best: dict[str, list[float]] = {}
     for hit in hits:
         best.setdefault(hit.document_id, []).append(hit.score)
-    return sorted(best, key=lambda doc_id: -sum(sorted(best[doc_id], reverse=True)[:3]))
+
+    def weight(doc_id: str) -> float:
+        first, *rest = sorted(best[doc_id], reverse=True)
+        return first + NEXT_PASSAGES_WEIGHT * sum(rest[:2])
+
+    return sorted(best, key=lambda doc_id: -weight(doc_id))
+
+
+def search_words(question: str) -> str:
+    """What the library's index is searched with: the question's content words (core.grounding), or the question
+    itself when it has none. Function words point nowhere, and summed over many passages they carried "What is
+    max_connections set to?" to the story rather than the log."""
+    return " ".join(content_words(question)) or question
 
 
 def reranked(stored: StoredPot, candidates: list[Candidate], question: str, keep: int) -> list[Candidate]:
@@ -179,7 +200,7 @@ def gather_library_evidence(
     records = {document.id: document for document in documents}
     stats.documents_asked = len(records)
     stats.warnings += ensure_indexed(store, library.files, documents, loaded)
-    hits = store.passages.search(question, loaded.identity, config.passages, list(records))
+    hits = store.passages.search(search_words(question), loaded.identity, config.passages, list(records))
     stats.search_seconds = time.perf_counter() - started
     if not hits:
         return None, []
