@@ -11,6 +11,7 @@ import torch
 from . import hf_adapter
 from .copy_drafts import CopyDrafts
 from .decoding import Choice, DecodingConfig, WordKeys, choose_token, contrasted, sampler
+from .one_token import decoded_hidden
 
 
 def _hidden_after(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
@@ -27,7 +28,8 @@ def prefill(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
 
 
 def decode_one_token(model, cache, token: int, position: int) -> torch.Tensor:
-    return prefill(model, cache, [token], position)
+    """The logits (V,) after one decoded token, read at `position` after the cache."""
+    return read_after(model, cache, [token], position)[0]
 
 
 class Prior(NamedTuple):
@@ -39,7 +41,11 @@ class Prior(NamedTuple):
 
 
 def read_after(model, cache, ids: list[int], start_position: int) -> torch.Tensor:
-    """Run `ids` after the cache; returns the logits after each of them (T, V), fp32."""
+    """Run `ids` after the cache; returns the logits after each of them (T, V), fp32. One token goes through the
+    lean one-token decoder where it applies (core.one_token: the same logits, without the modules' overhead)."""
+    hidden = decoded_hidden(model, cache, ids[0], start_position) if len(ids) == 1 else None  # (hidden,)
+    if hidden is not None:
+        return hf_adapter.vocab_logits(model, hidden[None])  # (1, V)
     return hf_adapter.vocab_logits(model, _hidden_after(model, cache, ids, start_position)[0])  # (T, V)
 
 

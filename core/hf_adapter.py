@@ -288,6 +288,14 @@ def use_reader_sdpa(model: torch.nn.Module) -> None:
         model.set_attn_implementation(_READER_SDPA)
 
 
+def plain_sdpa_now(model: torch.nn.Module) -> bool:
+    """Whether the model's next forward in this thread runs on SDPA with nothing recording its attention (no eager
+    pass of another thread's catalyst, no `trailing_attention` here): a step computed outside the model's forward
+    then misses nothing."""
+    implementation = model.config._attn_implementation
+    return implementation in ("sdpa", _READER_SDPA) and getattr(_trailing, "request", None) is None
+
+
 def rides_along(model: torch.nn.Module) -> bool:
     """Whether `trailing_attention` can record on this model (it runs on `use_reader_sdpa`'s attention)."""
     return model.config._attn_implementation == _READER_SDPA
