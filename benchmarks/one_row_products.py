@@ -26,13 +26,14 @@ from pathlib import Path
 import torch
 
 from infinipot.app.service import DocumentService
-from infinipot.core import hf_adapter
+from infinipot.core import generate, hf_adapter
 from infinipot.core.generate import decode_one_token, prefill
 from infinipot.core.precision import _OneRowLinear
 
 
 def decode(model, prompt: int, tokens: int) -> tuple[float, list[int], torch.Tensor]:
-    """(median seconds per decoded token, the tokens, the last logits (V,))."""
+    """(median seconds per decoded token, the tokens, the last logits (V,)), decoded the way core.generate decodes
+    now (main below takes the model's forward: the one-token decoder, core.one_token, bypasses nn.Linear)."""
     cache = hf_adapter.new_cache()
     with torch.inference_mode():
         logits = prefill(model, cache, list(range(1000, 1000 + prompt)), 0)  # (V,)
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--ttft", action="store_true", help="also time the 100K pot's first answer token both ways")
     args = parser.parse_args()
     os.environ["INFINIPOT_HOME"] = str(args.home)
+    generate.decoded_hidden = lambda *args: None  # the modules' products (benchmarks.one_token_decoder: the other)
     service = DocumentService(home=args.home, device="cpu")
     print(
         f"torch threads {torch.get_num_threads()}; prompt {args.prompt} tokens, {args.tokens} decoded, "
