@@ -23,7 +23,7 @@ from .prompts import PromptLayout, catalyst_texts, encode
 from .reader import ContinualReader
 from .rerank import question_likelihoods
 from .scorers import make_scorer
-from .word_match import token_keys
+from .word_match import content_word_lengths, neighbour_keys, token_keys
 from .words import TokenBoundaries, token_boundaries, vocabulary
 
 
@@ -77,6 +77,8 @@ class Engine:
         self._cpu_boundaries: TokenBoundaries | None = None
         self._word_keys: torch.Tensor | None = None
         self._banned_word_keys: WordKeys | None = None
+        self._word_lengths: torch.Tensor | None = None  # (V,) core.word_match.content_word_lengths
+        self._embedding_norms: torch.Tensor | None = None  # (V',) fp32, the input embeddings' norms
         self._opening: Pot | None = None
         self._function_words: torch.Tensor | None = None
 
@@ -202,12 +204,34 @@ class Engine:
             allowed=allowed_tokens,
         )
 
+    def function_words(self) -> torch.Tensor:
+        """(V,) bool: the vocabulary entries that are function words (core.grounding), made once."""
+        if self._function_words is None:
+            self._function_words = function_word_flags(vocabulary(self.tokenizer, self.vocab_size), self.word_keys())
+        return self._function_words
+
+    def word_neighbours(self, question_ids: list[int], most: int, least_similarity: float) -> set[int]:
+        """The word keys the model's input embeddings put nearest the question's content words
+        (core.word_match.neighbour_keys); the entries' word lengths and the embeddings' norms are made once."""
+        embeddings = self.model.get_input_embeddings().weight.detach()  # (V', hidden)
+        if self._word_lengths is None:
+            known = vocabulary(self.tokenizer, self.vocab_size)
+            self._word_lengths = content_word_lengths(known, self.word_keys(), self.function_words())
+            self._embedding_norms = embeddings.float().norm(dim=1)  # (V',)
+        return neighbour_keys(
+            question_ids,
+            self.word_keys(),
+            self._word_lengths,
+            embeddings,
+            self._embedding_norms,
+            most,
+            least_similarity,
+        )
+
     def answer_vocabulary(self, sources: Sequence[Sequence[int]]) -> torch.Tensor:
         """(V,) bool on the model's device: what an answer drawn from `sources` (token ids of the passages and the
         question) may write: their words, function words, punctuation (core.grounding)."""
-        if self._function_words is None:
-            self._function_words = function_word_flags(vocabulary(self.tokenizer, self.vocab_size), self.word_keys())
-        return allowed_tokens(self.word_keys(), self._function_words, sources).to(self.loaded.device)
+        return allowed_tokens(self.word_keys(), self.function_words(), sources).to(self.loaded.device)
 
     def request_room(self) -> int:
         """Most tokens a request and its answer may take after a full pot distilled to |C| (compressing

@@ -72,6 +72,16 @@ class EvidenceConfig:
     # development questions, 21 on the word-sharing ones). 0: the words always lead. Measured on both sets
     # (docs/benchmarks.md, "Retrieval heads").
     words_lead_score: float = 10.0
+    # The words also sought for each content word of the question: this many the model's input embeddings put
+    # nearest it, at a cosine of at least `neighbour_similarity` (core.word_match.neighbour_keys), each scoring as
+    # a question word. A question in the user's own words shares no content word with the sentence that answers
+    # it ("vessel" for "ship", "supplier" for "vendor"). 0 (default): the question's own words alone. Measured on
+    # both development sets (docs/benchmarks.md, "Words the model takes for the question's"): with 8 the words
+    # alone rank the answering sentence's bucket among their 12 best for 15 paraphrased questions of 44 instead of
+    # 9, but the passages read held the answer for 19 of 44 instead of 18 and for 47 of 54 word-sharing questions
+    # instead of 49; sought only where the question's own words point weakly, 18 and 49.
+    word_neighbours: int = 0
+    neighbour_similarity: float = 0.45
     # Whose attention points: "retrieval-heads", the few heads calibrated per model to point at a fact from the
     # question (core.retrieval_heads; every layer counted, the other heads left out); "later-layers", every
     # head of the layers `attention` counts (also used when no calibration is at hand); "sharper" (default),
@@ -130,6 +140,12 @@ class EvidenceConfig:
             isinstance(self.words_per_attention, int) and self.words_per_attention >= 0
         ):
             raise ValueError(f"word buckets per attention bucket must be 0 or more, got {self.words_per_attention!r}")
+        if isinstance(self.word_neighbours, bool) or not (
+            isinstance(self.word_neighbours, int) and self.word_neighbours >= 0
+        ):
+            raise ValueError(f"word neighbours must be 0 or more, got {self.word_neighbours!r}")
+        if not -1.0 <= self.neighbour_similarity <= 1.0:
+            raise ValueError(f"neighbour similarity must be a cosine in [-1, 1], got {self.neighbour_similarity!r}")
         if not self.words_lead_score >= 0:
             raise ValueError(f"the words' lead score must be 0 or more, got {self.words_lead_score!r}")
         if self.order not in SPAN_ORDERS:
@@ -222,12 +238,19 @@ def ranked_buckets(
 
 
 def word_ranked_buckets(
-    document_ids: torch.Tensor, question_ids: list[int], keys: torch.Tensor, config: EvidenceConfig, until: int
+    document_ids: torch.Tensor,
+    question_ids: list[int],
+    keys: torch.Tensor,
+    config: EvidenceConfig,
+    until: int,
+    neighbours: set[int] | frozenset[int] = frozenset(),
 ) -> list[Bucket]:
-    """Buckets by how well they match the question's words (core.word_match), best first; buckets with no
-    match and those from document token `until` on are left out. A bucket's share is its part of the total
-    match score; its best token is its first matching one."""
-    scores, first = word_match_scores(document_ids[:until], question_ids, keys, config.bucket_tokens)  # (B,), (B,)
+    """Buckets by how well they match the question's words and their `neighbours` (core.word_match), best first;
+    buckets with no match and those from document token `until` on are left out. A bucket's share is its part of
+    the total match score; its best token is its first matching one."""
+    scores, first = word_match_scores(
+        document_ids[:until], question_ids, keys, config.bucket_tokens, neighbours
+    )  # (B,), (B,)
     total = float(scores.sum())
     if total <= 0:
         return []
@@ -259,11 +282,15 @@ def fused(attention: list[Bucket], words: list[Bucket], words_per_attention: int
     return merged
 
 
+def words_lead(words: list[Bucket], config: EvidenceConfig) -> bool:
+    """Whether the question's words point sharply: their best bucket scores at least config.words_lead_score."""
+    return bool(words) and words[0].score >= config.words_lead_score
+
+
 def words_per_attention(words: list[Bucket], config: EvidenceConfig) -> int:
-    """How `fused` interleaves for this question: config.words_per_attention when the words point sharply (their
-    best bucket scores at least config.words_lead_score), else 0 (the attention first, then the words)."""
-    sharp = bool(words) and words[0].score >= config.words_lead_score
-    return config.words_per_attention if sharp else 0
+    """How `fused` interleaves for this question: config.words_per_attention when the words lead (words_lead),
+    else 0 (the attention first, then the words)."""
+    return config.words_per_attention if words_lead(words, config) else 0
 
 
 def attention_pointer(config: EvidenceConfig, interleave: int) -> str:
@@ -462,7 +489,10 @@ def find_evidence(
     if config.ranking in ("words", "both"):
         document_ids = torch.tensor(fetch(0, document_tokens), dtype=torch.int64)  # (T,)
         keys = engine.word_keys()
-        words = word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens)
+        neighbours = set()
+        if config.word_neighbours:
+            neighbours = engine.word_neighbours(question_ids, config.word_neighbours, config.neighbour_similarity)
+        words = word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens, neighbours)
     if config.ranking == "words":
         buckets = words
     else:

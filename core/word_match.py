@@ -70,15 +70,83 @@ def _bm25(presence: torch.Tensor, buckets: torch.Tensor, count: int) -> torch.Te
     return weight * frequency * (_SATURATION + 1) / (frequency + _SATURATION)
 
 
+def neighbour_keys(
+    question_ids: list[int],
+    keys: torch.Tensor,
+    word_lengths: torch.Tensor,
+    embeddings: torch.Tensor,
+    norms: torch.Tensor,
+    most: int,
+    least_similarity: float,
+) -> set[int]:
+    """Keys of the words the model itself takes for the question's content words. For each question token whose
+    word has at least _PROBE_LETTERS characters, the `most` vocabulary entries nearest it by the cosine of the
+    model's input embeddings (at least `least_similarity`) whose words have at least _NEIGHBOUR_LETTERS and are
+    not among the question's own keys.
+
+    A question in the user's own words shares no content word with the sentence that answers it, but the
+    model's embeddings put "vessel" next to "ship", "supplier" next to "vendor", "directory" next to "folder".
+
+    keys: (V,) word keys (token_keys); word_lengths: (V,) the characters of each entry's word, 0 for an entry
+    that is no content word (no key, a function word, anything but letters and digits); embeddings: (V', hidden)
+    the model's input embeddings (V' >= V); norms: (V',) their norms in fp32."""
+    vocab = keys.shape[0]
+    asked = [i for i in dict.fromkeys(question_ids) if 0 <= i < vocab and int(keys[i]) != NO_KEY]
+    probes = [i for i in asked if int(word_lengths[i]) >= _PROBE_LETTERS]
+    if not probes or most < 1:
+        return set()
+    own = torch.tensor(sorted({int(keys[i]) for i in asked}), dtype=torch.int64)
+    usable = (word_lengths >= _NEIGHBOUR_LETTERS) & ~torch.isin(keys, own)  # (V,)
+    similarity = (embeddings[:vocab] @ embeddings[probes].T).float()  # (V, q) on the embeddings' device
+    similarity = (similarity / (norms[:vocab, None] * norms[probes][None, :])).cpu()
+    similarity[~usable] = -1.0
+    nearest = torch.topk(similarity, min(vocab, most * _NEIGHBOUR_SCAN), dim=0)  # (k, q)
+    found: set[int] = set()
+    for column in range(len(probes)):
+        taken: set[int] = set()
+        for value, index in zip(nearest.values[:, column].tolist(), nearest.indices[:, column].tolist(), strict=True):
+            if value < least_similarity or len(taken) >= most:
+                break
+            taken.add(int(keys[index]))  # " Vessel", "vessel" and " vessels" are one key, one neighbour
+        found |= taken
+    return found
+
+
+# A question token of fewer characters ("C", "db") has neighbours by spelling, not by meaning; a neighbour may be
+# that short ("db" beside "database").
+_PROBE_LETTERS = 3
+_NEIGHBOUR_LETTERS = 2
+# Entries scanned per neighbour wanted: several entries share one key.
+_NEIGHBOUR_SCAN = 4
+
+
+def content_word_lengths(
+    vocabulary: list[str | None], keys: torch.Tensor, function_words: torch.Tensor
+) -> torch.Tensor:
+    """(V,) int64: the characters of each vocabulary entry's word (lower case, without its space marker) where it
+    is letters and digits alone and no function word; 0 elsewhere (neighbour_keys' `word_lengths`)."""
+    lengths = torch.zeros(keys.shape[0], dtype=torch.int64)
+    for index, token in enumerate(vocabulary[: keys.shape[0]]):
+        if token and int(keys[index]) != NO_KEY and not function_words[index]:
+            word = token.strip(SPACE_MARKERS)
+            lengths[index] = len(word) if word.isalnum() else 0
+    return lengths
+
+
 def word_match_scores(
-    document_ids: torch.Tensor, question_ids: list[int], keys: torch.Tensor, bucket_tokens: int
+    document_ids: torch.Tensor,
+    question_ids: list[int],
+    keys: torch.Tensor,
+    bucket_tokens: int,
+    neighbours: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per bucket (document token // bucket_tokens): its score for the question's words, and its first token
     that matches one (-1 where none does). Both (B,).
 
     document_ids: (T,) int64, the whole document. Each distinct question key scores once, and so does each
     pair of consecutive question keys found consecutive in the document (a name split into several tokens,
-    "asn1_create_element", counts as its pieces and as their order).
+    "asn1_create_element", counts as its pieces and as their order). `neighbours` (neighbour_keys): more keys,
+    each scoring as a question word of its own.
     """
     total = int(document_ids.numel())
     count = (total + bucket_tokens - 1) // bucket_tokens
@@ -92,6 +160,10 @@ def word_match_scores(
     buckets = torch.arange(total) // bucket_tokens  # (T,)
     matched = torch.zeros(total, dtype=torch.bool)  # (T,)
     for key in dict.fromkeys(k for k in asked if k != NO_KEY):
+        presence = document_keys == key
+        scores += _bm25(presence, buckets, count)
+        matched |= presence
+    for key in sorted(set(neighbours) - set(asked)):
         presence = document_keys == key
         scores += _bm25(presence, buckets, count)
         matched |= presence

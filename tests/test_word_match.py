@@ -3,6 +3,7 @@ attention, and the pot's verbatim tail left out of the evidence (core.evidence).
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tiny_models import random_ids, tiny_loaded, tiny_tokenizer
 
@@ -112,3 +113,56 @@ def test_evidence_config_rejects_an_unknown_ranking():
 
     with pytest.raises(ValueError, match="ranking"):
         EvidenceConfig(ranking="bm25")
+
+
+def _embeddings_with(pairs: dict[int, int], vocab: int, seed: int = 0) -> torch.Tensor:
+    """Random input embeddings (vocab, 16) where each of `pairs`' values is made a near copy of its key."""
+    embeddings = torch.randn(vocab, 16, generator=torch.Generator().manual_seed(seed))
+    for probe, twin in pairs.items():
+        embeddings[twin] = embeddings[probe] + 0.05 * embeddings[twin]
+    return embeddings
+
+
+def test_neighbour_keys_are_the_words_nearest_the_questions_content_words():
+    from infinipot.core.word_match import neighbour_keys
+
+    keys = torch.tensor([0, 1, 2, 3, 4, 5, 1, NO_KEY])  # entry 6 is entry 1's word again ("Ship" beside "ship")
+    lengths = torch.tensor([4, 4, 6, 5, 2, 0, 4, 0])  # entry 4 is short ("db"), entry 5 a function word
+    embeddings = _embeddings_with({0: 2, 3: 4}, vocab=8)  # 2 beside 0 ("vessel" by "ship"), 4 beside 3
+    embeddings[5] = embeddings[0]  # a function word as close as can be: never a neighbour
+    embeddings[6] = embeddings[1]  # the question's own word under another entry: not a neighbour either
+    norms = embeddings.norm(dim=1)
+
+    found = neighbour_keys([0, 1, 3], keys, lengths, embeddings, norms, most=1, least_similarity=0.9)
+    assert found == {2, 4}  # each probe's nearest word; a short neighbour counts ("db" beside "database")
+    assert neighbour_keys([4], keys, lengths, embeddings, norms, most=1, least_similarity=0.9) == set()  # short
+    assert neighbour_keys([5, 7], keys, lengths, embeddings, norms, 1, 0.0) == set()  # no content word asked
+    assert neighbour_keys([0], keys, lengths, embeddings, norms, most=1, least_similarity=0.999) == set()
+    assert neighbour_keys([0], keys, lengths, embeddings, norms, most=0, least_similarity=0.0) == set()
+    assert len(neighbour_keys([0], keys, lengths, embeddings, norms, most=3, least_similarity=-1.0)) == 3
+
+
+def test_a_neighbour_scores_its_buckets_as_a_question_word_would():
+    keys = torch.arange(10)
+    document = torch.tensor([7, 8, 9, 9, 5, 6, 9, 8, 9, 9, 8, 7])  # buckets of 4: only the second holds 5
+    plain, _ = word_match_scores(document, [3], keys, 4)
+    assert float(plain.sum()) == 0.0  # the question's word is not in the document
+    expanded, first = word_match_scores(document, [3], keys, 4, neighbours={5})
+    assert int(torch.argmax(expanded)) == 1 and first.tolist() == [-1, 4, -1]
+    alone, _ = word_match_scores(document, [5], keys, 4)
+    assert torch.equal(expanded, alone)
+
+
+def test_evidence_seeks_the_neighbours_only_when_asked():
+    from infinipot.core.evidence import EvidenceConfig
+
+    assert EvidenceConfig().word_neighbours == 0
+    for bad in (-1, True, 2.5):
+        with pytest.raises(ValueError, match="word neighbours"):
+            EvidenceConfig(word_neighbours=bad)
+    engine = Engine(tiny_loaded(), PotConfig(pot_size=128, keep_size=48, forward_tokens=40))
+    question = engine.tokenizer("the passkey green", add_special_tokens=False)["input_ids"]
+    found = engine.word_neighbours(question, 4, -1.0)
+    keys = engine.word_keys()
+    assert found and not found & {int(keys[i]) for i in question}  # other words than the question's own
+    assert engine.word_neighbours(question, 4, 1.01) == set()

@@ -10,6 +10,8 @@ among a signal's k best buckets. The signals:
 
 - `question attention`: the question's attention over the pot, as `ask` ranks it (core.evidence);
 - `question words`: the question's words in the whole stored document (core.word_match);
+- `question words and their neighbours`: the same with the 8 words the model's input embeddings put nearest each
+  of the question's content words (cosine 0.45 or more; EvidenceConfig.word_neighbours);
 - `retrieval heads`: the question's attention through the model's calibrated retrieval heads alone
   (core.retrieval_heads), as `ask` ranks by default;
 - `draft attention`: the attention that an answer written from the pot alone (32 tokens, greedy) pays the pot,
@@ -44,11 +46,14 @@ RESULTS = Path(__file__).with_name("results") / "pointers"
 KS = (3, 6, 12)
 UNIONS = (
     ("question attention", "question words"),
+    ("question attention", "question words and their neighbours"),
     ("retrieval heads", "question words"),
     ("question attention", "question words", "draft attention"),
     ("question attention", "question words", "draft attention", "draft words"),
 )
 NOT_RANKED = 10**6
+# The question words' neighbours sought (core.word_match.neighbour_keys): per content word, at least this cosine.
+NEIGHBOURS = (8, 0.45)
 
 
 def _letters(text: str) -> str:
@@ -146,6 +151,9 @@ def measure(args: argparse.Namespace) -> list[dict]:
             "question attention": ranked_buckets(pot, asked, total, config, until),
             "retrieval heads": attention_ranking(engine, pot, question_ids, before, total, config, until, heads),
             "question words": word_ranked_buckets(document_ids, question_ids, keys, config, total),
+            "question words and their neighbours": word_ranked_buckets(
+                document_ids, question_ids, keys, config, total, engine.word_neighbours(question_ids, *NEIGHBOURS)
+            ),
         }
         draft, draft_seconds = "", None
         if args.draft:

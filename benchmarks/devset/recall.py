@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.devset.recall --docs bench-results/devset-docs --home /tmp/ip-home-devset-modes \\
         --rankings attention,words,both --budgets 512,768 [--max-spans 12] [--max-span-tokens 192] \\
         [--set questions|paraphrases] [--pointer retrieval-heads|later-layers] [--words-per-attention N]
-        [--words-lead-score S] [--word-index tokens|fts5]
+        [--words-lead-score S] [--word-neighbours N] [--word-index tokens|fts5]
 
 Each document is read once into the default pot (reused when the home has it); for each question the spans of
 `evidence` mode are chosen (app.ask.evidence.gather_evidence, as `ask` does) and decoded; recall is the share of
@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pointer", help="whose attention points (EvidenceConfig's default when omitted)")
     parser.add_argument("--words-per-attention", type=int, help="how 'both' interleaves (default when omitted)")
     parser.add_argument("--words-lead-score", type=float, help="when the words lead (default when omitted)")
+    parser.add_argument("--word-neighbours", type=int, help="neighbour words per question word (default when omitted)")
     parser.add_argument("--word-index", choices=("tokens", "fts5"), default="tokens", help="what finds the words")
     parser.add_argument("--out", type=Path, help="write per-question results here (JSON)")
     parser.add_argument("--threads", type=int, default=1)
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         shape["words_per_attention"] = args.words_per_attention
     if args.words_lead_score is not None:
         shape["words_lead_score"] = args.words_lead_score
+    if args.word_neighbours is not None:
+        shape["word_neighbours"] = args.word_neighbours
     service = DocumentService(args.home, device="cpu")
     found: dict[tuple[str, int], list[bool]] = {}
     seconds: dict[tuple[str, int], list[float]] = {}
@@ -131,7 +134,7 @@ def use_fts5_words(service, stored, question: str) -> None:
     ensure_indexed(store, service.library.files, [store.documents.get(stored.doc_id)], loaded)
     hits = store.passages.search(question, loaded.identity, FTS5_PASSAGES, [stored.doc_id])
 
-    def fts5_buckets(document_ids, question_ids, keys, config, until):
+    def fts5_buckets(document_ids, question_ids, keys, config, until, neighbours=frozenset()):
         size, seen, buckets = config.bucket_tokens, set(), []
         for hit in hits:
             for index in range(hit.first_token // size, -(-hit.end_token // size)):
