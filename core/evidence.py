@@ -77,7 +77,7 @@ class EvidenceConfig:
     # a question word. A question in the user's own words shares no content word with the sentence that answers
     # it ("vessel" for "ship", "supplier" for "vendor"). 0 (default): the question's own words alone. Measured on
     # both development sets (docs/benchmarks.md, "Words the model takes for the question's"): with 8 the words
-    # alone rank the answering sentence's bucket among their 12 best for 15 paraphrased questions of 44 instead of
+    # alone rank the answering sentence's bucket among their 12 best for 17 paraphrased questions of 44 instead of
     # 9, but the passages read held the answer for 19 of 44 instead of 18 and for 47 of 54 word-sharing questions
     # instead of 49; sought only where the question's own words point weakly, 18 and 49.
     word_neighbours: int = 0
