@@ -1,7 +1,7 @@
 """Time to first answer token on a stored pot, next to the time a fresh read of the same document takes.
 
     python -m benchmarks.stored_pot_ttft [--tokens 100000] [--runs 5] [--home DIR]
-        [--modes evidence,pot,focus,evidence+nodraft] [--summary]
+        [--modes evidence,pot,focus,evidence+nodraft] [--summary] [--stages]
 
 --home defaults to infinipot-stored-pot-bench in the system's temp folder (it holds the converted model too).
 
@@ -16,14 +16,19 @@ reading time recorded then), asks a first question, then times a second question
   ttft_seconds counts model loading too, but not Python's own start and imports).
 
 Prints medians and the ratio fresh-read seconds / warm-app time to first token (the default mode's). With
---summary it also times a new whole-file summary of the same pot ("Summarize this file") and prints it.
+--summary it also times a new whole-file summary of the same pot ("Summarize this file") and prints it. With
+--stages one more default ask runs under cProfile and the seconds of its stages are printed (STAGES: the pot's
+attention, the reranker, the judge, the writer's prefill and its decoded tokens), so a slow first token says where
+its time went on this machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -88,6 +93,36 @@ def first_token_seconds(service: DocumentService, doc_id: str, question: str, mo
     return stats.first_token_seconds
 
 
+# The stages of a default ask, each the function that does it (file, function name): cProfile's cumulative seconds
+# of each, and how many times it ran (the writer's decoded tokens).
+STAGES = {
+    "evidence (all)": ("core/evidence.py", "find_evidence"),
+    "pot attention": ("core/evidence.py", "attention_ranking"),
+    "reranker": ("core/evidence.py", "likeliest"),
+    "judge": ("core/answer_sentences.py", "ranked_sentences"),
+    "writer prefill": ("core/generate.py", "prefill"),
+    "writer tokens": ("core/generate.py", "read_after"),
+}
+
+
+def stage_seconds(service: DocumentService, doc_id: str, question: str) -> dict[str, dict]:
+    """One default ask under cProfile: {stage: {"seconds", "calls"}} for STAGES, and "first token" (the ask's own
+    time to first token, profiling included)."""
+    profile = cProfile.Profile()
+    profile.enable()
+    seconds = first_token_seconds(service, doc_id, question)
+    profile.disable()
+    rows = {
+        (path.replace(os.sep, "/"), function): row for (path, _, function), row in pstats.Stats(profile).stats.items()
+    }
+    found = {"first token": {"seconds": round(seconds, 3), "calls": 1}}
+    for stage, (wanted_path, wanted_function) in STAGES.items():
+        for (path, function), row in rows.items():
+            if function == wanted_function and path.endswith(wanted_path):
+                found[stage] = {"seconds": round(row[3], 3), "calls": row[1]}  # cumulative seconds, calls
+    return found
+
+
 def fresh_process_ask(home: Path, doc_id: str, question: str) -> tuple[float, float]:
     """(ttft_seconds the CLI reports, wall seconds of the whole process)."""
     env = {**os.environ, "INFINIPOT_HOME": str(home)}
@@ -115,6 +150,7 @@ def main() -> None:
         "(evidence/free); MODE+nodraft decodes without copy drafts (evidence+nodraft)",
     )
     parser.add_argument("--summary", action="store_true", help="also time a new whole-file summary")
+    parser.add_argument("--stages", action="store_true", help="also profile one default ask: where its time goes")
     args = parser.parse_args()
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     unknown = sorted({mode.removesuffix(NO_DRAFT).partition("/")[0] for mode in modes} - set(ANSWER_MODES))
@@ -161,6 +197,11 @@ def main() -> None:
         "ratio": round(read_seconds / warm_median),
         "threads": threads,
     }
+    if args.stages:
+        stages = stage_seconds(service, report.doc_id, SECOND_QUESTION)
+        for stage, seen in stages.items():
+            print(f"stage {stage:>15}: {seen['seconds']:7.3f} s ({seen['calls']} calls)")
+        summary["stages"] = stages
     if args.summary:
         summary["summary"] = time_summary(service, report.doc_id)
     print(json.dumps(summary))
