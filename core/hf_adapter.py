@@ -61,8 +61,7 @@ class _SlabLayer(DynamicLayer):
             self._show()
 
     def _show(self) -> None:
-        self.keys = self.slab.keys[self.index, None, :, : self.entries]  # (1, H_kv, entries, D) view
-        self.values = self.slab.values[self.index, None, :, : self.entries]
+        self.keys, self.values = self.slab.layer_view(self.index, self.entries)  # (1, H_kv, entries, D) views
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         if not self.slab.allocated:

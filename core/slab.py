@@ -34,11 +34,14 @@ class KVSlab:
         self.keys = key_states.new_empty(self.layers, heads, self.capacity, key_dim)
         self.values = value_states.new_empty(self.layers, heads, self.capacity, value_dim)
 
+    def layer_view(self, index: int, entries: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer `index`'s keys and values, (1, H_kv, entries, D) views of its first `entries` rows (no copy)."""
+        return self.keys[index, None, :, :entries], self.values[index, None, :, :entries]
+
     def layer_views(self, entries: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Per layer (1, H_kv, entries, D) views of the first `entries` rows (no copy)."""
-        keys = [k[None, :, :entries] for k in self.keys.unbind(0)]
-        values = [v[None, :, :entries] for v in self.values.unbind(0)]
-        return keys, values
+        views = [self.layer_view(index, entries) for index in range(self.layers)]
+        return [keys for keys, _ in views], [values for _, values in views]
 
     def fill(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
         """Copy a pot's per-layer (1, H_kv, n, D) keys and values into the first n rows (a resumed or restored read)."""
