@@ -159,11 +159,8 @@ def word_match_scores(
     asked = [int(keys[i]) if 0 <= i < vocab else NO_KEY for i in question_ids]
     buckets = torch.arange(total) // bucket_tokens  # (T,)
     matched = torch.zeros(total, dtype=torch.bool)  # (T,)
-    for key in dict.fromkeys(k for k in asked if k != NO_KEY):
-        presence = document_keys == key
-        scores += _bm25(presence, buckets, count)
-        matched |= presence
-    for key in sorted(set(neighbours) - set(asked)):
+    own = list(dict.fromkeys(k for k in asked if k != NO_KEY))
+    for key in own + sorted(set(neighbours) - set(asked)):  # each scores once, the question's own keys first
         presence = document_keys == key
         scores += _bm25(presence, buckets, count)
         matched |= presence
