@@ -10,16 +10,16 @@ infinipot.ingest extracts (whitespace runs compared as one space), one occurrenc
 with evidence in its first, middle and last third.
 
 Every follow-up pair gets the same evidence check for its follow-up's answers, and its follow-up and standalone
-wording must not already hold an answer; every document needs at least 4 pairs. Every unanswerable question
+wording must not already hold an answer; every document needs at least 3 pairs. Every unanswerable question
 needs its fields, a known document and kind ("absent" or "near-miss"), a unique id; every document needs at
-least 6, of both kinds. Its optional "in_text" terms must occur in the extracted text and its "not_in_text"
+least 3, of both kinds. Its optional "in_text" terms must occur in the extracted text and its "not_in_text"
 terms must not (whole words, case and punctuation ignored, as score.is_correct compares).
 
 Every paraphrase question needs its fields and a unique id; its sentence must occur in the extracted text (on its
 page or line) and hold every accepted answer, and the question must share no content word with the sentence
 (content_words, fold: function words dropped, inflections folded) nor hold an answer. A "rewrites" id must name a
 questions.jsonl question of the same document that shares an accepted answer. The set needs at least 40
-questions, 20 of them rewrites and 20 new, and 8 a document.
+questions, 20 of them rewrites and 20 new, and 8 for each of the four documents it covers.
 
 Exits 1 and lists the problems when any check fails.
 """
@@ -46,8 +46,8 @@ UNANSWERABLE_FIELDS = ("id", "document", "question", "kind", "why")
 PARAPHRASE_FIELDS = ("id", "document", "question", "answers", "sentence", "where")
 KINDS = ("absent", "near-miss")
 MIN_PER_DOCUMENT = 6
-MIN_FOLLOWUPS_PER_DOCUMENT = 4
-MIN_UNANSWERABLE_PER_DOCUMENT = 6
+MIN_FOLLOWUPS_PER_DOCUMENT = 3
+MIN_UNANSWERABLE_PER_DOCUMENT = 3
 MIN_PARAPHRASES = 40
 MIN_PARAPHRASE_REWRITES = 20
 MIN_PARAPHRASE_NEW = 20
@@ -173,7 +173,7 @@ def check_followups(
     """Problems in followups.jsonl and the pairs whose evidence was found, {key: [(where, extent), ...]}.
 
     The structure (fields, answers, the evidence quote holding an answer, no answer already in the follow-up
-    or its standalone form, at least 4 pairs a document) is checked for every pair; the evidence's place only
+    or its standalone form, at least 3 pairs a document) is checked for every pair; the evidence's place only
     for the documents in `keys` (all when None; none when docs_dir is None)."""
     problems: list[str] = []
     seen: set[str] = set()
@@ -215,7 +215,7 @@ def check_unanswerable(
 ) -> tuple[list[str], dict]:
     """Problems in unanswerable.jsonl and the counts {key: {"absent": n, "near-miss": n}}.
 
-    Fields, kinds, unique ids and at least 6 questions of both kinds a document are checked always; with
+    Fields, kinds, unique ids and at least 3 questions of both kinds a document are checked always; with
     docs_dir, also that each question's "in_text" terms occur in its document's extracted text and its
     "not_in_text" terms do not (for the documents in `keys`; all when None)."""
     problems: list[str] = []
@@ -388,7 +388,7 @@ def check_paraphrases(
     seen: set[str] = set()
     texts = _texts(docs_dir) if docs_dir is not None else None
     originals = {q["id"]: q for q in load_questions(questions_path)}
-    counts: dict[str, Counter[str]] = {key: Counter() for key in DOCUMENTS}
+    counts: dict[str, Counter[str]] = {key: Counter() for key, doc in DOCUMENTS.items() if doc.paraphrased}
     for number, p in enumerate(load_paraphrases(path), start=1):
         label = _check_header(number, p, PARAPHRASE_FIELDS, seen, problems)
         if label is None:
@@ -422,7 +422,7 @@ def check_paraphrases(
                 problems.append(f"{label}: shares no accepted answer with {rewrites}, which it rewrites")
             elif normalize(p["question"]) == normalize(original["question"]):
                 problems.append(f"{label}: repeats the question of {rewrites}, which it rewrites")
-        counts[key]["rewrite" if rewrites is not None else "new"] += 1
+        counts.setdefault(key, Counter())["rewrite" if rewrites is not None else "new"] += 1
         if texts is None or (keys is not None and key not in keys):
             continue
         doc = texts(key)
@@ -464,8 +464,8 @@ def main() -> None:
     problems, coverage = check(args.docs, args.questions)
     for key, spots in coverage.items():
         extent = spots[0][1]
-        unit = "pages" if DOCUMENTS[key].kind == "pdf" else "lines"
-        print(f"{key:10} {len(spots):3} questions, evidence at {sorted(w for w, _ in spots)} of {extent} {unit}")
+        unit = {"pdf": "pages", "epub": "chapters"}.get(DOCUMENTS[key].kind, "lines")
+        print(f"{key:16} {len(spots):3} questions, evidence at {sorted(w for w, _ in spots)} of {extent} {unit}")
     follow_problems, follow_coverage = check_followups(args.docs, args.followups)
     per_doc = ", ".join(f"{key} {len(spots)}" for key, spots in follow_coverage.items())
     print(

@@ -6,7 +6,7 @@ through the app's Python API (DocumentService.ask) with one answer-grounding set
         [--standout 0.75|none]
         [--sets answerable,unanswerable,followups,paraphrases] [--pointer retrieval-heads|later-layers]
         [--words-per-attention N] [--words-lead-score S] [--neighbour-sentences N] [--copy-draft N] [--threads 2]
-        [--report-only]
+        [--half all|tuning|heldout] [--report-only]
 
 Each run is named by its setting (`checked+standout0.75@none`, `checked@0.9`, `free@none`, ...). One JSON line
 per answer is appended to <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a
@@ -35,13 +35,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from .check import load_followups, load_paraphrases, load_questions, load_unanswerable
-from .documents import DEFAULT_DIR, document_path
+from .documents import DEFAULT_DIR, DOCUMENTS, HALVES, document_path
 from .run_modes import append_jsonl, read_jsonl
 from .score import evidence_holds, is_correct, loops
+from .tally import HALF_HEADER, KIND_HEADER, half_row, kind_row, tally
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results" / "grounded"
 SETS = ("answerable", "unanswerable", "followups", "paraphrases")
+# The four documents of the first development set (54 answerable questions), whose table is kept as it was.
+FIRST_FOUR = {key for key, doc in DOCUMENTS.items() if doc.paraphrased}
 
 
 def run_label(style: str, margin: float | None, standout: float | None = None) -> str:
@@ -111,6 +114,8 @@ def answer_all(args, label: str) -> None:
         work += [("followups", q) for q in load_followups()]
     if "paraphrases" in args.sets:
         work += [("paraphrases", q) for q in load_paraphrases()]
+    keys = set(DOCUMENTS) if args.half == "all" else {k for k, d in DOCUMENTS.items() if d.half == args.half}
+    work = [(kind, q) for kind, q in work if q["document"] in keys]
     doc_ids: dict[str, str] = {}
     for kind, q in work:
         if (label, kind, q["id"]) in done:
@@ -137,6 +142,32 @@ def _median(values) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
 
+def halves_tables(records: list[dict], questions: dict, unanswerable: dict, followups: dict) -> list[str]:
+    """The tables per half (held-out first, then tuning, then the first four documents) and per kind of document."""
+    runs = list(dict.fromkeys(r["run"] for r in records))
+    wide = [run for run in runs if any(r["run"] == run and r["document"] not in FIRST_FOUR for r in records)]
+    if not wide:
+        return []
+    lines = ["## Held-out and tuning halves", "", HALF_HEADER]
+    scopes = [(half, {k for k, d in DOCUMENTS.items() if d.half == half}) for half in reversed(HALVES)]
+    scopes.append(("first four (the 54)", FIRST_FOUR))
+    for half, keys in scopes:
+        for run in wide:
+            mine = [r for r in records if r["run"] == run]
+            if any(r["document"] in keys for r in mine):
+                lines.append(half_row(run, half, tally(mine, questions, unanswerable, followups, keys)))
+    lines += ["", "## Per kind of document", "", KIND_HEADER]
+    for run in wide:
+        mine = [r for r in records if r["run"] == run]
+        for half in HALVES:
+            genres = dict.fromkeys(d.genre for d in DOCUMENTS.values() if d.half == half)
+            for genre in genres:
+                keys = {k for k, d in DOCUMENTS.items() if d.half == half and d.genre == genre}
+                if any(r["document"] in keys for r in mine):
+                    lines.append(kind_row(run, genre, half, tally(mine, questions, unanswerable, followups, keys)))
+    return lines + [""]
+
+
 def report(args) -> str:
     records = read_jsonl(args.out / "answers.jsonl")
     questions = {q["id"]: q for q in load_questions()}
@@ -144,14 +175,17 @@ def report(args) -> str:
     unanswerable = {q["id"]: q for q in load_unanswerable()}
     paraphrases = {q["id"]: {**q, "evidence": q["sentence"]} for q in load_paraphrases()}
     lines = ["# Grounded answers on the development set", "", "Written by `python -m benchmarks.devset.grounded`.", ""]
+    lines += halves_tables(records, questions, unanswerable, followups)
+    first_four = [r for r in records if r["document"] in FIRST_FOUR]
+    lines += ["## The first development set (four documents, 54 answerable questions)", ""]
     lines += [
         "| run | answerable n | correct (stated + in the closest passage) | confidently wrong | marked not found "
         "| evidence recall | loops | median s to first token | unanswerable marked | follow-ups right "
         "| same asked alone | paraphrased: correct (stated + closest), evidence recall |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for run in dict.fromkeys(r["run"] for r in records):
-        mine = [r for r in records if r["run"] == run]
+    for run in dict.fromkeys(r["run"] for r in first_four):
+        mine = [r for r in first_four if r["run"] == run]
         asked = [r for r in mine if r["set"] == "answerable" and r["id"] in questions]
         right = [is_correct(r["answer"], questions[r["id"]]["answers"]) for r in asked]
         marked = [not r["answerable"] for r in asked]
@@ -219,6 +253,7 @@ def main() -> None:
     parser.add_argument("--shortlist", type=int, help="the judge's best sentences the written answer may agree with")
     parser.add_argument("--copy-draft", type=int, help="the decoding's copy drafts, in tokens (0: off)")
     parser.add_argument("--note", help="added to the run's label (what this run tries)")
+    parser.add_argument("--half", choices=("all", *HALVES), default="all", help="the documents asked (default all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()

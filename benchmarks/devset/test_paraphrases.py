@@ -66,7 +66,7 @@ def test_paraphrase_set_shape():
     rewrites = [p for p in paraphrases if "rewrites" in p]
     assert len(rewrites) >= 20 and len(paraphrases) - len(rewrites) >= 20
     assert {p["rewrites"] for p in rewrites} <= {q["id"] for q in load_questions()}
-    for key in DOCUMENTS:
+    for key in (key for key, doc in DOCUMENTS.items() if doc.paraphrased):
         assert counts[key]["rewrite"] >= 4 and counts[key]["new"] >= 4
 
 
@@ -75,8 +75,8 @@ def test_generated_documents_hold_their_paraphrase_sentences(docs):
     assert problems == []
 
 
-def test_pdf_paraphrase_sentences_are_in_the_manuals(installed_pdfs):
-    problems, _ = check_paraphrases(installed_pdfs, keys={"libtasn1", "mime-spec"})
+def test_pdf_paraphrase_sentences_are_in_the_manuals(installed_documents):
+    problems, _ = check_paraphrases(installed_documents, keys={"libtasn1", "mime-spec"})
     assert problems == []
 
 

@@ -1,7 +1,8 @@
 """The question set matches its documents: python -m pytest benchmarks/devset/test_questions.py
 
-The story and the log are generated into a temp folder; the PDFs are checked where Debian installed them
-(apt-get install libtasn1-doc shared-mime-info), and skipped otherwise.
+The story and the logs are generated into a temp folder; the documents made from Debian's files are checked
+where Debian installed them (python -m benchmarks.devset.documents prints the apt-get command), skipped otherwise
+and required in CI.
 """
 
 import json
@@ -16,9 +17,13 @@ from benchmarks.devset.check import (
     load_questions,
     load_unanswerable,
 )
-from benchmarks.devset.documents import DOCUMENTS
+from benchmarks.devset.conftest import GENERATED
+from benchmarks.devset.documents import DOCUMENTS, HALVES, half_keys
 from benchmarks.devset.make_log import log_lines
 from benchmarks.devset.make_story import story_text
+from benchmarks.devset.make_syslog import syslog_lines
+
+INSTALLED = set(DOCUMENTS) - GENERATED
 
 
 def test_generators_are_deterministic_and_sized():
@@ -28,18 +33,35 @@ def test_generators_are_deterministic_and_sized():
     assert 60_000 < len(story_text()) < 120_000  # about 19K tokens
     assert len(log_lines()) == 250
     assert "SIGTERM" in log_lines()[-3]  # the shutdown closes the log
+    assert syslog_lines() == syslog_lines() and syslog_lines(seed=5) != syslog_lines()
+    assert len(syslog_lines()) == 420 and "reboot" in syslog_lines()[-1]
+
+
+def test_the_set_is_wide_and_split_by_document_into_two_halves():
+    assert len(DOCUMENTS) >= 14 and len({doc.genre for doc in DOCUMENTS.values()}) >= 7
+    tuning, heldout = (set(half_keys(half)) for half in HALVES)
+    assert tuning | heldout == set(DOCUMENTS) and not tuning & heldout
+    # The first development set's documents, on which the answer rules were made, are all in the tuning half.
+    assert {key for key, doc in DOCUMENTS.items() if doc.paraphrased} <= tuning
+    asked = load_questions() + load_unanswerable() + load_followups()
+    assert len(asked) >= 160
+    for half in (tuning, heldout):
+        mine = [q for q in asked if q["document"] in half]
+        assert len(mine) >= 100
+        assert len({DOCUMENTS[q["document"]].genre for q in mine}) >= 5
+    assert {DOCUMENTS[key].genre for key in heldout} >= {"manual-page", "licence", "log"}
 
 
 def test_generated_documents_match_their_questions(docs):
-    problems, coverage = check(docs, keys={"story", "log"})
+    problems, coverage = check(docs, keys=GENERATED)
     assert problems == []
-    assert len(coverage["story"]) >= 6 and len(coverage["log"]) >= 6
+    assert all(len(coverage[key]) >= 6 for key in GENERATED)
 
 
-def test_pdf_questions_match_the_installed_manuals(installed_pdfs):
-    problems, coverage = check(installed_pdfs, keys={"libtasn1", "mime-spec"})
+def test_installed_documents_match_their_questions(installed_documents):
+    problems, coverage = check(installed_documents, keys=INSTALLED)
     assert problems == []
-    assert len(coverage["libtasn1"]) >= 6 and len(coverage["mime-spec"]) >= 6
+    assert all(len(coverage[key]) >= 6 for key in INSTALLED)
 
 
 def test_check_reports_a_wrong_location_and_a_missing_quote(docs, tmp_path):
@@ -73,21 +95,21 @@ def test_followup_set_shape():
     assert len(pairs) >= 16
     assert len({p["id"] for p in pairs}) == len(pairs)
     for key in DOCUMENTS:
-        assert sum(p["document"] == key for p in pairs) >= 4
+        assert sum(p["document"] == key for p in pairs) >= 3
     problems, coverage = check_followups(None)  # structure only: no documents read
     assert problems == [] and coverage == {}
 
 
 def test_generated_documents_match_their_followups(docs):
-    problems, coverage = check_followups(docs, keys={"story", "log"})
+    problems, coverage = check_followups(docs, keys=GENERATED)
     assert problems == []
-    assert len(coverage["story"]) >= 4 and len(coverage["log"]) >= 4
+    assert all(len(coverage[key]) >= 3 for key in GENERATED)
 
 
-def test_pdf_followups_match_the_installed_manuals(installed_pdfs):
-    problems, coverage = check_followups(installed_pdfs, keys={"libtasn1", "mime-spec"})
+def test_installed_followups_match_their_documents(installed_documents):
+    problems, coverage = check_followups(installed_documents, keys=INSTALLED)
     assert problems == []
-    assert len(coverage["libtasn1"]) >= 4 and len(coverage["mime-spec"]) >= 4
+    assert all(len(coverage[key]) >= 3 for key in INSTALLED)
 
 
 def test_check_followups_reports_location_quote_and_a_leaked_answer(docs, tmp_path):
@@ -109,7 +131,7 @@ def test_unanswerable_set_shape():
     problems, kinds = check_unanswerable()  # structure only: no documents read
     assert problems == []
     for key in DOCUMENTS:
-        assert kinds[key]["absent"] >= 3 and kinds[key]["absent"] == kinds[key]["near-miss"]
+        assert kinds[key]["absent"] >= 1 and kinds[key]["near-miss"] >= 1
     for q in questions:  # the terms that back each question's claim are recorded (and checked below)
         assert q.get("not_in_text") if q["kind"] == "absent" else q.get("in_text")
     answerable = {q["question"] for q in load_questions()} | {p["standalone"] for p in load_followups()}
@@ -117,12 +139,12 @@ def test_unanswerable_set_shape():
 
 
 def test_unanswerable_terms_match_the_generated_documents(docs):
-    problems, _ = check_unanswerable(docs, keys={"story", "log"})
+    problems, _ = check_unanswerable(docs, keys=GENERATED)
     assert problems == []
 
 
-def test_unanswerable_terms_match_the_installed_manuals(installed_pdfs):
-    problems, _ = check_unanswerable(installed_pdfs, keys={"libtasn1", "mime-spec"})
+def test_unanswerable_terms_match_the_installed_documents(installed_documents):
+    problems, _ = check_unanswerable(installed_documents, keys=INSTALLED)
     assert problems == []
 
 
@@ -143,5 +165,5 @@ def test_check_unanswerable_reports_bad_records(docs, tmp_path):
     assert any(p.startswith(near[0]["id"]) and "is not in" in p for p in problems)
     assert any(p.startswith(near[1]["id"]) and "occurs in" in p for p in problems)
     assert any(p.startswith(questions[3]["id"]) and "missing why" in p for p in problems)
-    assert any(p.startswith("log:") and "want at least 6" in p for p in problems)
+    assert any(p.startswith("story:") and "want at least 3" in p for p in problems)
     assert any(p.startswith("story:") and "no absent or near-miss" in p for p in problems)
