@@ -410,6 +410,7 @@ class DocumentService:
             stats.answerable = verdict.answerable
             stats.answer_sentence = verdict.sentence.text if verdict.sentence else ""
             stats.written_answer = verdict.written
+            stats.confidence = verdict.confidence
             stats.answered_by = verdict.reason
             stats.ranked_sentences = [sentence.text for sentence in verdict.ranked]
             stats.ranked_scores = [round(sentence.score, 4) for sentence in verdict.ranked]

@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .text_units import entries
+
 # A sentence ends at . ! ? (with closing quotes or brackets) before whitespace, or at a blank line.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n")
 # Titles and abbreviations whose stop ends no sentence: "Dr. Nadia Fenn", "St. Aubin", "e.g. the log".
@@ -21,18 +23,19 @@ _ABBREVIATION_END = re.compile(
     r"(?:^|\s)(?:Dr|Mr|Mrs|Ms|Mme|Prof|Capt|Gen|Col|Lt|Sgt|Rev|Sr|Jr|St|Mt|No|Nos|Fig|Vol|vs|cf|approx|"
     r"e\.g|i\.e)\.$"
 )
+# A list mark alone: a numbered or lettered step or item, "c. Rewrote the ...", "2. Install", "iv) Then".
+_LIST_MARK = re.compile(r"^\(?(?:\d{1,2}|[a-zA-Z]|[ivx]{1,4})[.)]$")
+# A list item: a bullet, or a number or letter with a stop or bracket, then a space ("- globs", "w. New prompt
+# string: PS0.", "b) Convey ...", "3. Run").
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•·]|\(?(?:\d{1,2}|[a-zA-Z]|[ivx]{1,4})[.)])\s+\S")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A "sentence" longer than this many words is a table, a listing or log lines: it is cut at its line breaks.
 _LONGEST_WORDS = 60
 # A line that starts with a date, a time or a section number ("2024-11-14T06:03", "12:00", "3.1") or a list mark
 # is an item of its own (a log line, a table row, a bullet); "1,206 metres" wrapped to a line's start is not.
-_ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s))")
+ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s))")
 # Tokens of a sentence that are scored: a longer one is judged by its start (bounds one batched pass).
 _SCORED_TOKENS = 96
-# Where a sentence ends for the reader: a stop after a word or a closing mark, not a table of contents' dot leaders
-# (". . . . 12"), with its closing quotes or brackets.
-_WHOLE_SENTENCE_END = re.compile(r"(?<=[^\s.])[.!?][\"'”’)\]]*(?=\s|$)")
-# Words in a stretch of text: what a written answer copies from a sentence is counted in these.
-_RUN_WORD = re.compile(r"[^\W_]+(?:[.'][^\W_]+)*")
 
 
 @dataclass(frozen=True)
@@ -43,10 +46,11 @@ class Sentence:
 
 
 def _joined_after_abbreviations(parts: list[str]) -> list[str]:
-    """Sentence pieces with a piece that ends in a title or abbreviation ("Dr.", "e.g.") joined to the next."""
+    """Sentence pieces with a piece that ends in a title or abbreviation ("Dr.", "e.g.") or is a list mark alone
+    ("c.", "2.", "iv)") joined to the next."""
     joined: list[str] = []
     for part in parts:
-        if joined and _ABBREVIATION_END.search(joined[-1]):
+        if joined and (_ABBREVIATION_END.search(joined[-1]) or _LIST_MARK.match(joined[-1].strip())):
             joined[-1] = joined[-1] + " " + part
         else:
             joined.append(part)
@@ -54,54 +58,69 @@ def _joined_after_abbreviations(parts: list[str]) -> list[str]:
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of a passage, in order, whitespace collapsed. A line that starts with a date, a time, a
-    section number or a list mark starts a sentence (a log line, a table row, a bullet), a title or abbreviation
-    ("Dr. Nadia Fenn", "e.g. a log") ends none, and a stretch without sentence stops longer than _LONGEST_WORDS
-    words is cut at its line breaks."""
-    pieces = []
-    stops = _joined_after_abbreviations([part for part in _SENTENCE_END.split(text or "") if part and part.strip()])
-    parts = [item for part in stops for item in _ITEM_START.split(part)]
-    for part in parts:
-        if not part or not part.strip():
-            continue
-        if len(part.split()) > _LONGEST_WORDS:
-            pieces += [line for line in part.split("\n") if line.strip()]
+    """The units of a passage as the document writes them, in order, whitespace collapsed: its sentences, and
+    for a definition list (core.text_units) each term with its description: whole when the description has at
+    most _LONGEST_WORDS words ("--check-device: Check device numbers when creating incremental archives
+    (default)."), else each of its sentences led by the term. A heading opens its first sentence."""
+    units: list[str] = []
+    for entry in entries(text):
+        sentences = prose_sentences(entry.body)
+        if not entry.lead:
+            units += sentences
+        elif not sentences:
+            units.append(entry.lead)
+        elif entry.heading:
+            units += [f"{entry.lead}: {sentences[0]}", *sentences[1:]]
+        elif sum(len(sentence.split()) for sentence in sentences) <= _LONGEST_WORDS:
+            units.append(f"{entry.lead}: {' '.join(sentences)}")
         else:
-            pieces.append(part)
-    return [" ".join(piece.split()) for piece in pieces]
+            units += [f"{entry.lead}: {sentence}" for sentence in sentences]
+    return units
 
 
-def whole_sentences_end(text: str) -> int:
-    """How much of a passage a reader takes so that it ends with a whole sentence: the text after the passage's
-    last sentence stop is left out when it holds no item of its own (a log line, a table row) and is shorter than
-    what comes before it; otherwise (no stop at all, or a long tail of lines) the whole text.
+def prose_sentences(text: str) -> list[str]:
+    """The sentences of a stretch of text, in order, whitespace collapsed. A line that starts with a date, a time,
+    a section number or a list mark starts a sentence (a log line, a table row, a bullet), and a list item of at
+    most _LONGEST_WORDS words is one unit however many sentences it has ("w. New prompt string: PS0. Expanded and
+    displayed by interactive shells ..."); a title or abbreviation ("Dr. Nadia Fenn", "e.g. a log") ends no
+    sentence, and a stretch without sentence stops longer than _LONGEST_WORDS words is cut (_long_piece): a table
+    or listing at its line breaks, a long sentence at its clauses."""
+    pieces = []
+    for paragraph in _PARAGRAPH_BREAK.split(text or ""):
+        for item in ITEM_START.split(paragraph):
+            if _LIST_ITEM.match(item) and len(item.split()) <= _LONGEST_WORDS:
+                pieces.append(item)
+                continue
+            stops = _joined_after_abbreviations([part for part in _SENTENCE_END.split(item) if part and part.strip()])
+            for part in stops:
+                pieces += _long_piece(part) if len(part.split()) > _LONGEST_WORDS else [part]
+    return [" ".join(piece.split()) for piece in pieces if piece.strip()]
 
-    A passage widened to the lines around its sentences can end with the start of what follows: "... included in
-    the section entitled “GNU Free Documentation License”. i Table of Contents 1 Introduction . . . . ." A 135M
-    writer handed that continues the table of contents ("i ii iii iv ...") instead of answering."""
-    stops = list(_WHOLE_SENTENCE_END.finditer(text))
-    if not stops:
-        return len(text)
-    end = stops[-1].end()
-    tail = text[end:]
-    if not tail.strip() or _ITEM_START.search(tail) or len(tail.strip()) >= len(text[:end].strip()):
-        return len(text)
-    return end
+
+# A line of at least this many characters, followed by more, was wrapped by the typesetter (text is set 65-90
+# characters wide): the sentence goes on (a licence's long clause). Shorter lines end themselves (a table's rows).
+_WRAPPED_CHARS = 60
+# Where a long sentence may be cut: after a semicolon or a comma, before the next word (a colon introduces what
+# follows it: "Header: 2 CARD16 ...").
+_CLAUSE_END = re.compile(r"(?<=[;,])\s+")
 
 
-def longest_copied_run(written: str, sentence: str) -> int:
-    """The most consecutive words (case folded) that `written` shares with `sentence`."""
-    ours = [word.lower() for word in _RUN_WORD.findall(written)]
-    theirs = [word.lower() for word in _RUN_WORD.findall(sentence)]
-    best, previous = 0, [0] * (len(theirs) + 1)
-    for word in ours:
-        current = [0] * (len(theirs) + 1)
-        for j, other in enumerate(theirs, start=1):
-            if word == other:
-                current[j] = previous[j - 1] + 1
-                best = max(best, current[j])
-        previous = current
-    return best
+def _long_piece(part: str) -> list[str]:
+    """A stretch of more than _LONGEST_WORDS words without a sentence stop, cut into units: a table or a listing
+    (mostly short lines) at its line breaks; a long sentence wrapped over full lines at its clauses, packed into
+    pieces of at most _LONGEST_WORDS words (a clause never cut), so that no piece is a line's fragment ("written
+    offer, valid for at least three years and valid for as"); at its line breaks again when a clause is longer."""
+    lines = [line for line in part.split("\n") if line.strip()]
+    wrapped = sum(len(line.strip()) >= _WRAPPED_CHARS for line in lines[:-1])
+    if wrapped < (len(lines) - 1) / 2:
+        return lines
+    pieces: list[str] = []
+    for clause in _CLAUSE_END.split(" ".join(part.split())):
+        if pieces and len(pieces[-1].split()) + len(clause.split()) <= _LONGEST_WORDS:
+            pieces[-1] += " " + clause
+        else:
+            pieces.append(clause)
+    return lines if any(len(piece.split()) > _LONGEST_WORDS for piece in pieces) else pieces
 
 
 def ranked_sentences(
@@ -119,7 +138,7 @@ def ranked_sentences(
     for index in reversed(range(len(passages))):
         for text in split_sentences(passages[index]):
             # A sentence twice (passages that overlap, a repeated heading) is scored once: a copy of the best
-            # would hide how far it stands out (core.grounded_answer's `standout`).
+            # would hide how far it stands out (core.answer_confidence's `lead`).
             if len(candidates) < most and text not in seen:
                 seen.add(text)
                 candidates.append((index, text))

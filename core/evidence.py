@@ -23,6 +23,7 @@ from .engine import Engine
 from .pot import Pot
 from .rerank import best_spans
 from .retrieval_heads import RetrievalHeads
+from .text_units import passage_start
 from .word_match import word_match_scores
 
 RANKINGS = ("attention", "words", "both")
@@ -116,6 +117,10 @@ class EvidenceConfig:
     # the span about why) was lost when that other candidate was not read. 0: the spans as ranked.
     neighbour_sentences: int = 1
     neighbour_tokens: int = 64
+    # A span read that begins inside a term's description (an option of a manual page, a setting of a reference:
+    # core.text_units) starts at the term's line when that line is at most this many tokens before it, so that
+    # its sentences say what they describe ("--hole-detection=METHOD ... Default is seek"). 0: never.
+    term_tokens: int = 96
 
     def __post_init__(self) -> None:
         if self.budget_tokens < 1:
@@ -126,6 +131,8 @@ class EvidenceConfig:
             raise ValueError(
                 f"the longest evidence span ({self.max_span_tokens}) must hold a bucket ({self.bucket_tokens})"
             )
+        if self.term_tokens < 0:
+            raise ValueError(f"term tokens must be 0 or more, got {self.term_tokens}")
         if self.span_tokens < 0:
             raise ValueError(f"evidence span length must be 0 (its sentences alone) or more, got {self.span_tokens}")
         if self.max_spans < 1:
@@ -517,7 +524,52 @@ def find_evidence(
         # spans seldom grow.
         return before < vocab and bool(ends[before]) and (after >= vocab or bool(starts[after]))
 
-    return with_neighbours(read, document_tokens, fetch, breaks, config)
+    grown = with_neighbours(read, document_tokens, fetch, breaks, config)
+    return with_terms(grown, fetch, engine.tokenizer, config)
+
+
+def with_terms(
+    spans: list[Span], fetch: Callable[[int, int], list[int]], tokenizer, config: EvidenceConfig
+) -> list[Span]:
+    """The spans read, each that begins inside a term's description, or in the middle of a word hyphenated across
+    lines, starting where its first unit does instead (core.text_units.passage_start: the term's line) when that
+    is within config.term_tokens before it, does not reach into another span of the list, and the budget allows;
+    held spans unchanged; same order."""
+    if not config.term_tokens:
+        return spans
+    room = config.budget_tokens - sum(len(span) for span in spans if not span.held)
+    placed = sorted(spans, key=lambda span: span.start)
+    floors = {id(span): (placed[i - 1].end if i else 0) for i, span in enumerate(placed)}
+    out = []
+    for span in spans:
+        floor = max(floors[id(span)], span.start - min(config.term_tokens, room))
+        if span.held or span.start <= floor:
+            out.append(span)
+            continue
+        window = fetch(floor, span.start)
+        before = tokenizer.decode(window, skip_special_tokens=True)
+        at = passage_start(before, tokenizer.decode(list(span.ids[:48]), skip_special_tokens=True))
+        if at == 0 and floor > 0 and not tokenizer.decode(fetch(floor - 1, floor)).endswith("\n"):
+            at = None  # the window begins mid-line: its first line is no whole term
+        # The window's tokens from p on decode to the text from the term line on: the first p that does.
+        p = None if at is None else _suffix_from(window, tokenizer, len(before) - at)
+        if p is None:
+            out.append(span)
+            continue
+        room -= len(window) - p
+        out.append(replace(span, start=floor + p, ids=tuple(window[p:]) + span.ids))
+    return out
+
+
+def _suffix_from(window: list[int], tokenizer, chars: int) -> int | None:
+    """The position in `window` whose tokens to the end decode to exactly the last `chars` characters."""
+    for p in range(len(window) - 1, -1, -1):
+        length = len(tokenizer.decode(window[p:], skip_special_tokens=True))
+        if length == chars:
+            return p
+        if length > chars:
+            return None
+    return None
 
 
 # Sentences (or lines) are taken on a side until they add this many tokens: a line break, a page number or one

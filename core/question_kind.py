@@ -35,6 +35,13 @@ _NUMBER = re.compile(
 _VERSION = re.compile(r"\b(which|what)\s+version\b|\bsince\s+which\b", re.IGNORECASE)
 _DATE = re.compile(r"^\s*when\b|\bwhat\s+(date|year|day|month|time)\b", re.IGNORECASE)
 _PERSON = re.compile(r"\b(who|whom|whose)\b", re.IGNORECASE)
+# "Which option ...", "what environment variable ...": a thing that reference documents name by an identifier.
+_IDENTIFIER = re.compile(
+    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:options?|flags?|switch(?:es)?|settings?|parameters?|arguments?|"
+    r"variables?|functions?|methods?|class(?:es)?|exceptions?|commands?|directives?|keys?|fields?|"
+    r"attributes?|signals?|handlers?|files?|directory|directories|macros?|constants?)\b",
+    re.IGNORECASE,
+)
 
 _NUMBER_WORDS = frozenset(
     """
@@ -52,8 +59,24 @@ _MONTHS = frozenset(
 )
 
 
+# A question that opens with a clause setting the scene ("When extracting, which option ...", "If a program does not
+# say which version applies, which version may I choose?"): the kind is asked by what follows the comma.
+_LEADING_CLAUSE = re.compile(
+    r"^\s*(?:when|if|while|after|before|once|since|unless|during|in|on|for|by default)\b[^?]*?,\s*"
+    r"(?=(?:which|what|who|whom|whose|how|where|when|why)\b)",
+    re.IGNORECASE,
+)
+
+
+def main_clause(question: str) -> str:
+    """The question without a leading clause that sets the scene (_LEADING_CLAUSE)."""
+    return _LEADING_CLAUSE.sub("", question, count=1)
+
+
 def question_kind(question: str) -> str:
-    """ "number", "version", "date", "person" or "other" (the module's docstring)."""
+    """ "number", "version", "date", "person" or "other" (the module's docstring), asked by the question's main
+    clause."""
+    question = main_clause(question)
     if _VERSION.search(question):
         return "version"
     if _NUMBER.search(question):
@@ -62,6 +85,8 @@ def question_kind(question: str) -> str:
         return "date"
     if _PERSON.search(question):
         return "person"
+    if _IDENTIFIER.search(question):
+        return "identifier"
     return "other"
 
 
@@ -85,6 +110,9 @@ _TIMESTAMP = re.compile(
 _VERSION_VALUE = re.compile(r"^v?\d+(?:\.\d+)+|^v\d", re.IGNORECASE)
 # Words after which a bare number is a version ("version 3", "since 4").
 _VERSION_WORDS = frozenset({"version", "release", "since"})
+
+
+_CODE_NAME = re.compile(r"[-_./=()\[\]]\w|\w[-_./=()]|^[A-Z][A-Z0-9]{2,}$|^[a-z]+[A-Z]\w*|^[A-Z][a-z]+[A-Z]\w*")
 
 
 def _has_numeral(words: list[str]) -> bool:
@@ -130,6 +158,11 @@ def holds_kind(sentence: str, question: str, earlier: str = "") -> bool:
         return _has_numeral(values) or bool(_parts(added) & _NUMBER_WORDS)
     if kind == "date":
         return any(_DATE_VALUE.match(word) for word in added) or bool(_parts(added) & _MONTHS)
+    if kind == "identifier":
+        # A name as code writes it: with a dash, underscore, dot, slash, equals sign or brackets, in capitals, in
+        # camel case, or quoted ("--skip-old-files", "command_not_found_handle", "TAPE", "NullHandler",
+        # "`globskipdots'").
+        return any(_CODE_NAME.search(word) or re.search(f"[`'\"“‘]{re.escape(word)}", sentence) for word in added)
     if kind == "person":
         # A name (a capitalised word the question does not use, not the sentence's first word, not a month or a
         # day) or an address to write to.

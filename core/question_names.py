@@ -13,10 +13,11 @@ the Debian package of libtasn1?") is one such name too: no sentence of the docum
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import torch
 
-from .grounding import FUNCTION_WORDS
+from .grounding import FUNCTION_WORDS, unsupported_words
 
 # A word of the question as written, with its possessive and surrounding punctuation taken off.
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -52,3 +53,14 @@ def mentions(document_ids: torch.Tensor, tokenizer, name: str) -> int:
 def rarely_mentioned(question: str, document_ids: torch.Tensor, tokenizer, most: int) -> list[str]:
     """The question's names (asked_names) that the document mentions at most `most` times."""
     return [name for name in asked_names(question) if mentions(document_ids, tokenizer, name) <= most]
+
+
+def holds_names(sentence, names: Sequence[str], passages: Sequence[str]) -> bool:
+    """Whether the sentence (a core.answer_sentences.Sentence), or the passage it comes from (`passages`, indexed
+    by its span), holds each of `names` (the rare names the question asks about). The passage counts: the
+    sentence that answers often says "he" of the name the sentence before it gives ("Tomas had been taken on as an
+    apprentice ... In his first month he had helped Master Ruel to repair the great clock")."""
+    if not names:
+        return True
+    held = [sentence.text] + ([passages[sentence.span]] if 0 <= sentence.span < len(passages) else [])
+    return not unsupported_words(" ".join(names), held)

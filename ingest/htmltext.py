@@ -15,6 +15,8 @@ _BLOCK_TAGS = frozenset(
 _SKIP_TAGS = frozenset("script style noscript template svg math object iframe select".split())
 _HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
 _WHITESPACE = re.compile(r"\s+")
+# A definition's description is indented under its term by this much per level (reference pages nest them).
+_DEFINITION_INDENT = "    "
 
 # html.parser keeps an unfinished tag or comment in memory until it ends; a file
 # that never closes one would otherwise be buffered whole.
@@ -27,7 +29,8 @@ class MalformedMarkup(Exception):
 
 class HtmlTextExtractor(HTMLParser):
     """Turns HTML into lines: block elements break lines, headings get '#', list items '- ',
-    table cells are joined with ' | ', scripts/styles/head are skipped, <pre> keeps its layout.
+    table cells are joined with ' | ', scripts/styles/head are skipped, <pre> keeps its layout, and
+    a definition's description (<dd>) is indented under its term (<dt>), as a manual page writes it.
 
     Call ``feed`` with decoded text, then ``pop`` to collect ``(text, ends_line)`` pairs;
     a line longer than MAX_SEGMENT_CHARS comes out as several pieces with ends_line False.
@@ -46,6 +49,7 @@ class HtmlTextExtractor(HTMLParser):
         self._prefix = ""
         self._cells = 0
         self._continuing = False
+        self._definitions = 0  # <dd> elements open: each indents its lines by _DEFINITION_INDENT
 
     # -- feeding -----------------------------------------------------------------
     def feed(self, data: str) -> None:
@@ -91,6 +95,8 @@ class HtmlTextExtractor(HTMLParser):
             self._cells += 1
         elif tag == "pre":
             self._pre_depth += 1
+        elif tag == "dd":
+            self._definitions += 1
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
@@ -106,6 +112,8 @@ class HtmlTextExtractor(HTMLParser):
             self._break()
         if tag == "pre":
             self._pre_depth = max(0, self._pre_depth - 1)
+        elif tag == "dd":
+            self._definitions = max(0, self._definitions - 1)
 
     def handle_data(self, data: str) -> None:
         if self._skip_depth:
@@ -139,7 +147,7 @@ class HtmlTextExtractor(HTMLParser):
     def _emit_piece(self) -> None:
         text = self._take_buffer()
         if not self._continuing:
-            text = self._prefix + text.lstrip()
+            text = _DEFINITION_INDENT * self._definitions + self._prefix + text.lstrip()
         if text.strip():
             self._out.append((text, False))
             self._continuing = True
@@ -150,7 +158,7 @@ class HtmlTextExtractor(HTMLParser):
             text = text.lstrip()
         if text or self._continuing or keep_empty:
             if text and not self._continuing:
-                text = self._prefix + text
+                text = _DEFINITION_INDENT * self._definitions + self._prefix + text
                 self._prefix = ""
             self._out.append((text, True))
         self._continuing = False

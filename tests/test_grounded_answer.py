@@ -1,15 +1,28 @@
-"""The answer-making rules (core.grounded_answer) on a tiny model: a best sentence that stands out from the next
-and holds the kind of thing asked is the answer, without the writer; otherwise, when the written answer agrees
-with a sentence the judge picks (most content words it adds are in that sentence), the answer is that sentence;
-otherwise the answer says plainly that no direct answer was found, quoting the closest sentence. The judge's
-scores and the writer's text are set by hand, so each rule is tested on its own."""
+"""The checked answer (core.grounded_answer, core.answer_confidence) on a tiny model: the judge's best few sentences
+are candidates, each gets a probability of holding the answer from signals any document has, and the likeliest is
+the answer in the document's own words when that probability is sure enough; far from it, the answer says plainly
+that no direct answer was found and quotes it; in between, the model's own short answer (never shown) adds the
+sentence it copied and whether it agrees. The judge's scores and the writer's text are set by hand, and a writer
+run where it should not be fails the test."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 from tiny_models import tiny_loaded
 
-from infinipot.core.answer_sentences import longest_copied_run, ranked_sentences, split_sentences, whole_sentences_end
+from infinipot.core.answer_confidence import (
+    FEATURES,
+    WRITER_FEATURES,
+    ConfidenceModel,
+    cover,
+    likeliest,
+    probability,
+    rare_cover,
+    sentence_features,
+)
+from infinipot.core.answer_sentences import Sentence, ranked_sentences, split_sentences
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.grounded_answer import CLOSEST_WORDS, NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
@@ -19,6 +32,8 @@ PASSAGES = [
     "Some other page. The cover is green.",
     "Permission is granted under the GNU Free Documentation License, Version 1.3. Copies are allowed.",
 ]
+BEST = "Permission is granted under the GNU Free Documentation License, Version 1.3."
+NO_TEXT = -9.0
 
 
 @pytest.fixture
@@ -26,140 +41,161 @@ def engine():
     return Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=64))
 
 
-def judged(engine, monkeypatch, written: str, best: str, lead: float = 0.5) -> list[str]:
-    """The writer writes `written`; the judge finds the question likeliest after `best`, `lead` less likely after
-    every other sentence (below the default standout unless given), and least likely after no text. Returns the
-    questions the writer was asked, as they are asked."""
-    asked: list[str] = []
-    judged_after.clear()
+def only(weights: dict[str, float], bias: float = 0.0, **kwargs) -> ConfidenceModel:
+    """A confidence model that weighs only the features named (the others 0), with or without the writer alike
+    unless `writer_weights` are given; stated at 0.5 with no writer in between unless set."""
+    settings = dict(sure=0.5, unsure=0.5, threshold=0.5) | kwargs
+    writer = settings.pop("writer_weights", weights)
+    return ConfidenceModel(
+        weights=tuple(weights.get(name, 0.0) for name in FEATURES),
+        bias=bias,
+        writer_weights=tuple(writer.get(name, 0.0) for name in WRITER_FEATURES),
+        writer_bias=settings.pop("writer_bias", bias),
+        **settings,
+    )
+
+
+# Stated when it leads the next sentence by 1 or more (probability 0.5 at a lead of 1).
+BY_LEAD = only({"lead": 10.0}, bias=-10.0)
+
+
+def judged(engine, monkeypatch, scores: dict[str, float], written: str | None = None) -> list[tuple[str, str]]:
+    """The judge gives each sentence in `scores` its score, any other -5, and no text NO_TEXT; the writer writes
+    `written`, or fails the test when None. Returns the (context, question) of each call to the judge."""
+    calls: list[tuple[str, str]] = []
 
     def answer(pot, question, decoding=None, stats=None, **kwargs):
-        asked.append(question)
-        if stats is not None:
-            stats.ttft_seconds, stats.token_ids = 0.01, encode(engine.tokenizer, written)
+        if written is None:
+            raise AssertionError("the writer ran where the judge's signals decide alone")
         return iter([written])
 
     def likelihoods(rows, question, context=""):
-        judged_after.append((context, question))
-        texts = [engine.tokenizer.decode(row) for row in rows]
-        return [0.0 if text.strip() == best else (-9.0 if not text else -lead) for text in texts]
+        calls.append((context, question))
+        texts = [engine.tokenizer.decode(row).strip() for row in rows]
+        return [NO_TEXT if not text else scores.get(text, -5.0) for text in texts]
 
     monkeypatch.setattr(engine, "answer", answer)
     monkeypatch.setattr(engine, "question_likelihoods", likelihoods)
-    return asked
+    return calls
 
 
-def ask(
-    engine,
-    question="Which license covers this manual?",
-    config=None,
-    passages=PASSAGES,
-    earlier="",
-    carried=(),
-    names=(),
-):
+def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES, **kwargs):
     config = config or GroundingConfig()
     verdict, stats = Verdict(), AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in passages]
-    answer = grounded_answer(
-        engine, None, question, ids, None, stats, config, verdict, earlier=earlier, carried=carried, names=names
-    )
-    text = "".join(answer)
+    text = "".join(grounded_answer(engine, None, question, ids, None, stats, config, verdict, **kwargs))
     return text, verdict, stats
 
 
-# (context, question) of each call to the judge in the last ask
-judged_after: list[tuple[str, str]] = []
-
-BEST = "Permission is granted under the GNU Free Documentation License, Version 1.3."
-
-
-def test_a_written_answer_that_agrees_with_the_best_sentence_is_answered_in_the_documents_words(engine, monkeypatch):
-    judged(engine, monkeypatch, "The manual is under the GNU Free Documentation License.", BEST)
-    text, verdict, stats = ask(engine)
-    assert text == BEST and verdict.answerable and verdict.sentence.text == BEST
-    assert verdict.written == "The manual is under the GNU Free Documentation License." and not verdict.kept_written
-    assert engine.tokenizer.decode(stats.token_ids) == BEST
+def scores(*values: float) -> dict[str, float]:
+    """The four sentences of PASSAGES scored, BEST first."""
+    return dict(zip([BEST, "Copies are allowed.", "Some other page.", "The cover is green."], values, strict=True))
 
 
-def test_agreement_needs_the_share_of_added_words_the_setting_asks(engine, monkeypatch):
-    # Adds GNU, Free, Documentation and "Lisbon": three of four in the sentence.
-    judged(engine, monkeypatch, "The GNU Free Documentation License of Lisbon.", BEST)
-    assert ask(engine, config=GroundingConfig(agreement=0.75))[1].answerable
-    assert not ask(engine, config=GroundingConfig(agreement=0.8))[1].answerable
+def test_a_likely_enough_candidate_is_the_answer_in_the_documents_words(engine, monkeypatch):
+    judged(engine, monkeypatch, scores(0.0, -1.5, -1.6, -1.7))
+    text, verdict, stats = ask(engine, config=GroundingConfig(confidence=BY_LEAD))
+    assert text == BEST and verdict.answerable and verdict.reason == "confident" and verdict.sentence.text == BEST
+    assert verdict.confidence == pytest.approx(1 / (1 + math.exp(-5.0)))
+    assert engine.tokenizer.decode(stats.token_ids) == BEST and stats.stopped_by == "end"
 
 
-def test_a_fact_the_sentence_does_not_hold_turns_the_answer_into_not_found_with_the_closest_sentence(
-    engine, monkeypatch
-):
-    judged(engine, monkeypatch, "It is the GNU General Public License (GPL).", BEST)
-    text, verdict, stats = ask(engine)
+def test_below_the_threshold_no_direct_answer_is_found_and_the_likeliest_candidate_is_quoted(engine, monkeypatch):
+    judged(engine, monkeypatch, scores(0.0, -0.5, -0.6, -0.7))
+    text, verdict, stats = ask(engine, config=GroundingConfig(confidence=BY_LEAD))
+    assert not verdict.answerable and verdict.reason == "unsure" and verdict.confidence < 0.5
     assert text == f"{NOT_ANSWERED} The closest passage: “{BEST}”"
-    assert not verdict.answerable and verdict.unsupported == ("General", "Public", "GPL")
-    assert verdict.written == "It is the GNU General Public License (GPL)."
     assert engine.tokenizer.decode(stats.token_ids) == text  # the stats describe what was shown
 
 
-def test_an_answer_that_adds_nothing_to_the_question_is_not_an_answer(engine, monkeypatch):
-    judged(engine, monkeypatch, "This license covers the manual.", BEST)
-    text, verdict, _ = ask(engine)
-    assert not verdict.answerable and text.startswith(NOT_ANSWERED)
-
-
-def test_a_best_sentence_that_stands_out_and_holds_what_is_asked_answers_without_the_writer(engine, monkeypatch):
-    asked = judged(engine, monkeypatch, "It is the GNU General Public License.", BEST, lead=0.75)
-    text, verdict, stats = ask(engine)
-    assert text == BEST and verdict.answerable and verdict.reason == "standout" and verdict.standout == 0.75
-    assert asked == [] and verdict.written == ""  # the writer never ran: its invention cannot show
-    assert engine.tokenizer.decode(stats.token_ids) == BEST and stats.stopped_by == "end"
-    # Just under the setting, the writer decides; its invention makes it "not found".
-    judged(engine, monkeypatch, "It is the GNU General Public License.", BEST, lead=0.74)
-    text, verdict, _ = ask(engine)
-    assert not verdict.answerable and verdict.reason == "none" and text.startswith(NOT_ANSWERED)
-    # The rule can be turned off.
-    judged(engine, monkeypatch, "It is the GNU General Public License.", BEST, lead=3.0)
-    assert not ask(engine, config=GroundingConfig(standout=None))[1].answerable
-
-
-def test_a_best_sentence_without_the_kind_of_thing_asked_is_no_answer_however_far_it_stands_out(engine, monkeypatch):
-    # "How many" asks for a number: the best sentence is about the manual's pages but holds no number.
-    passages = ["The manual is long. It is printed on green paper and has many pages."]
-    best = "It is printed on green paper and has many pages."
-    question = "How many pages does the manual have?"
-    asked = judged(engine, monkeypatch, "It has 300 pages.", best, lead=5.0)
-    text, verdict, _ = ask(engine, question=question, passages=passages)
-    assert not verdict.answerable and text.startswith(NOT_ANSWERED)
-    # Nor could the writer's agreement make it an answer (no sentence holds a number), so the writer is not run.
-    assert asked == [] and verdict.reason == "unheld" and verdict.written == ""
-    assert text == f"{NOT_ANSWERED} The closest passage: “{best}”"
-
-
-def test_the_writer_runs_only_when_some_judged_sentence_could_agree_with_it(engine, monkeypatch):
+def test_the_likeliest_candidate_may_be_one_the_judge_ranked_below_the_first(engine, monkeypatch):
+    # "How many" asks for a number: the judge's best sentence is about the pages, the second holds the number.
     passages = ["The manual is long. It has 300 pages and a green cover."]
+    judged(engine, monkeypatch, {"The manual is long.": 0.0, "It has 300 pages and a green cover.": -0.4})
+    by_kind = only({"kind": 4.0}, bias=-2.0)
+    text, verdict, _ = ask(
+        engine, "How many pages does the manual have?", GroundingConfig(confidence=by_kind), passages
+    )
+    assert text == "It has 300 pages and a green cover." and verdict.answerable
+    # ... but only among the judge's best `candidates`.
+    one = only({"kind": 4.0}, bias=-2.0, candidates=1)
+    text, verdict, _ = ask(engine, "How many pages does the manual have?", GroundingConfig(confidence=one), passages)
+    assert not verdict.answerable and text.endswith("“The manual is long.”")
+
+
+def test_in_doubt_the_writer_points_at_the_sentence_it_copied_and_its_agreement_is_weighed(engine, monkeypatch):
+    inn = "She took a room at an inn called The Copper Kettle, which stood beside the bridge."
+    passages = [f"The road was long. The rain fell. Orlen lay below. The river was high. {inn}"]
+    ranks = {"The road was long.": -1.0, "The rain fell.": -1.5, "Orlen lay below.": -2.0, "The river was high.": -2.5}
+    written = "The inn in Orlen was called The Copper Kettle."
+    judged(engine, monkeypatch, {**ranks, inn: -3.0}, written=written)
+    # Without the writer nothing is likely (bias 0: every candidate 0.5, in doubt between 0.2 and 0.9); with it, a
+    # sentence it agrees with is (the fifth, which it copied four words of: a candidate beyond the judge's three).
+    doubt = only({}, bias=0.0, unsure=0.2, sure=0.9, writer_weights={"agree": 4.0}, writer_bias=-2.0)
+    text, verdict, stats = ask(engine, "What was the inn in Orlen called?", GroundingConfig(confidence=doubt), passages)
+    assert text == inn and verdict.reason == "confident" and verdict.written == written and not verdict.kept_written
+    assert engine.tokenizer.decode(stats.token_ids) == inn  # the written answer is never shown
+    # Sure or far from it, the writer does not run (judged() fails the test if it does).
+    judged(engine, monkeypatch, {**ranks, inn: -3.0})
+    sure = only({}, bias=3.0, unsure=0.2, sure=0.9)
+    assert ask(engine, "What was the inn in Orlen called?", GroundingConfig(confidence=sure), passages)[1].answerable
+    far = only({}, bias=-3.0, unsure=0.2, sure=0.9)
+    _, verdict, _ = ask(engine, "What was the inn in Orlen called?", GroundingConfig(confidence=far), passages)
+    assert not verdict.answerable and verdict.written == "" and verdict.reason == "unsure"
+    # A written answer with a fact no candidate holds agrees with none: no direct answer.
+    judged(engine, monkeypatch, {**ranks, inn: -3.0}, written="The inn in Orlen was called The Golden Goose.")
+    _, verdict, _ = ask(engine, "What was the inn in Orlen called?", GroundingConfig(confidence=doubt), passages)
+    assert not verdict.answerable and verdict.written.endswith("Golden Goose.")
+
+
+def test_features_say_what_any_document_shows():
+    ranked = [
+        Sentence("The manual is long.", 0, -1.0),
+        Sentence("It has 300 pages and a green cover.", 1, -1.5),
+        Sentence("The cover of the manual is green.", 1, -3.0),
+    ]
     question = "How many pages does the manual have?"
-    # One sentence holds a number, though the judge ranks it second: the writer runs and agrees with it.
-    asked = judged(engine, monkeypatch, "It has 300 pages.", "The manual is long.")
-    text, verdict, _ = ask(engine, question=question, passages=passages)
-    assert asked == [question] and verdict.reason == "agreement" and text == "It has 300 pages and a green cover."
-    # A question of no particular kind: no sentence names its topic, so nothing written could be shown.
-    asked = judged(engine, monkeypatch, "The manual is long.", "The manual is long.")
-    text, verdict, _ = ask(engine, question="Where were the lighthouses built?", passages=passages)
-    assert asked == [] and verdict.reason == "unheld" and text.startswith(NOT_ANSWERED)
-    # With on_topic off, the writer runs (and its copy agrees with the sentence it copied).
-    off = GroundingConfig(on_topic=False)
-    text, verdict, _ = ask(engine, question="Where were the lighthouses built?", config=off, passages=passages)
-    assert verdict.reason == "agreement" and text == "The manual is long."
+    first = sentence_features(ranked, 0, question, -9.0, best_span=1)
+    second = sentence_features(ranked, 1, question, -9.0, best_span=1)
+    assert first["first"] == 1.0 and first["rank"] == 0.0 and second["rank"] == pytest.approx(math.log(2))
+    assert first["lead"] == pytest.approx(0.5) and second["lead"] == pytest.approx(1.5)
+    assert first["margin"] == pytest.approx(8.0)
+    assert first["kind"] == 0.0 and second["kind"] == 1.0  # a number added
+    assert first["best_span"] == 0.0 and second["best_span"] == 1.0
+    # "pages" and "manual": the first holds one of two; "pages" is held by fewer ranked sentences, so weighs more.
+    assert cover(ranked[0].text, question) == 0.5 and cover(ranked[1].text, question) == 0.5
+    texts = [s.text for s in ranked]
+    assert rare_cover(ranked[1].text, question, texts) > rare_cover(ranked[0].text, question, texts)
+    # A sentence without the rare name asked about, unless its passage names it.
+    heron = Sentence("She was commanded by Captain Josiah Pell.", 0, 0.0)
+    names = ["Margarethe"]
+    assert sentence_features([heron], 0, "Who was the captain of the Margarethe?", 0.0, names=names)["names"] == 0.0
+    passages = ["The Margarethe sailed at dawn. She was commanded by Captain Josiah Pell."]
+    held = sentence_features([heron], 0, "Who was the captain?", 0.0, names=names, passages=passages)
+    assert held["names"] == 1.0
+
+
+def test_the_fitted_model_states_a_clear_answer_and_marks_a_sentence_that_adds_nothing_asked():
+    model = ConfidenceModel()
+    question = "What is the default port of the server?"
+    answer = Sentence("Port: the default port of the server is 8080.", 2, -1.0)
+    other = Sentence("The server logs every request.", 0, -3.0)
+    best, p = likeliest([answer, other], question, -6.0, model, best_span=2)
+    assert best is answer and p >= model.threshold
+    topical = Sentence("The server reads its configuration at start-up.", 2, -2.0)
+    assert likeliest([topical, other], "How many workers does the server start?", -2.5, model, best_span=2)[1] < 0.48
+    assert 0.0 < probability(dict.fromkeys(FEATURES, 0.0), model) < 0.5
 
 
 def test_a_follow_up_is_judged_after_the_earlier_question_and_must_add_to_both(engine, monkeypatch):
-    judged(engine, monkeypatch, "", BEST, lead=1.0)
+    by_kind = GroundingConfig(confidence=only({"kind": 4.0}, bias=-2.0))
+    calls = judged(engine, monkeypatch, {BEST: 0.0})
     earlier = "Under which license is this manual distributed?"
-    text, verdict, _ = ask(engine, question="What version of it?", earlier=earlier)
-    assert judged_after and all(call == (earlier, "What version of it?") for call in judged_after)
-    assert verdict.reason == "standout" and text == BEST  # "1.3" is what neither question says
+    text, verdict, _ = ask(engine, "What version of it?", by_kind, earlier=earlier)
+    assert calls and all(call == (earlier, "What version of it?") for call in calls)
+    assert verdict.reason == "confident" and text == BEST  # "1.3" is what neither question says
     # A version the earlier question already gave is nothing new.
-    judged(engine, monkeypatch, "", BEST, lead=1.0)
-    text, verdict, _ = ask(engine, question="What version of it?", earlier="Is the License at Version 1.3?")
+    _, verdict, _ = ask(engine, "What version of it?", by_kind, earlier="Is the License at Version 1.3?")
     assert not verdict.answerable
 
 
@@ -167,69 +203,66 @@ def test_a_follow_up_asking_a_number_or_name_also_weighs_the_sentence_answered_b
     earlier = "Who kept the Gull Head light?"
     stated = "Ida Marlowe had kept the light for twenty-seven years."
     passages = ["The lamp burned oil. The tower was painted white."]
-    judged(engine, monkeypatch, "", stated, lead=1.0)
-    text, verdict, _ = ask(engine, "For how many years had she kept it?", None, passages, earlier, carried=[stated])
-    assert verdict.reason == "standout" and text == stated
-    assert stated in [s.text for s in verdict.ranked]
+    judged(engine, monkeypatch, {stated: 0.0, "The lamp burned oil.": -1.0})
+    config = GroundingConfig(confidence=only({"kind": 4.0}, bias=-2.0))
+    text, verdict, _ = ask(
+        engine, "For how many years had she kept it?", config, passages, earlier=earlier, carried=[stated]
+    )
+    assert verdict.reason == "confident" and text == stated
     # Not weighed for a question of no particular kind: any earlier sentence adds some word to it.
-    judged(engine, monkeypatch, "", stated, lead=1.0)
-    _, verdict, _ = ask(engine, "And what does the lamp burn?", None, passages, earlier, carried=[stated])
+    _, verdict, _ = ask(engine, "And what does the lamp burn?", config, passages, earlier=earlier, carried=[stated])
     assert stated not in [s.text for s in verdict.ranked]
+
+
+def test_a_follow_up_asking_a_version_takes_the_earlier_answers_fact_when_no_candidate_holds_one(engine, monkeypatch):
+    earlier = "Under which license is this manual distributed?"
+    stated = "Permission is granted under the terms of the GNU Free Documentation License, Version 1.3."
+    passages = ["We have designed this License for manuals. It complements the GNU General Public License."]
+    low = {"We have designed this License for manuals.": -1.0, "It complements the GNU General Public License.": -1.2}
+    judged(engine, monkeypatch, {**low, stated: -4.0})
+    never = GroundingConfig(confidence=only({}, bias=-5.0))  # no candidate is ever likely enough
+    text, verdict, _ = ask(engine, "What version of it?", never, passages, earlier=earlier, carried=[stated])
+    assert verdict.reason == "earlier" and verdict.answerable and text == stated
+    # A question of no particular kind is not answered by the earlier sentence, nor is a follow-up with none.
+    assert (
+        ask(engine, "And what does it cover?", never, passages, earlier=earlier, carried=[stated])[1].reason == "unsure"
+    )
+    assert ask(engine, "What version of it?", never, passages, earlier=earlier)[1].reason == "unsure"
 
 
 def test_a_long_closest_sentence_is_quoted_by_its_first_words_in_a_not_found_answer(engine, monkeypatch):
     table = "Header: " + " ".join(f"4 CARD32 FIELD_{index}_OFFSET" for index in range(20)) + "."
-    judged(engine, monkeypatch, "It is the GNU General Public License.", table)
-    # The judge reads a long sentence's first 64 tokens: rank the table's rows best by their start.
+    # The judge reads a long sentence's first tokens: rank the table best by its start.
     texts = lambda rows: [engine.tokenizer.decode(row) for row in rows]  # noqa: E731
     scores = lambda rows, question, context="": [0.0 if t.startswith("Header") else -0.1 for t in texts(rows)]  # noqa: E731
     monkeypatch.setattr(engine, "question_likelihoods", scores)
-    text, verdict, _ = ask(engine, passages=[table, PASSAGES[0]])
+    text, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD), passages=[table, PASSAGES[0]])
     assert not verdict.answerable and verdict.sentence.text == table  # the whole sentence stays the quote shown
     quoted = text.removeprefix(f"{NOT_ANSWERED} The closest passage: “").removesuffix("”")
     assert quoted == " ".join(table.split()[:CLOSEST_WORDS]) + " …"
 
 
-def test_a_heading_is_not_quoted_as_the_closest_passage(engine, monkeypatch):
-    passages = ["Mount Aster\n\nThe highest station of the survey was the summit of Mount Aster. It was cold."]
-    judged(engine, monkeypatch, "It is 2,000 metres high.", "Mount Aster")
-    text, verdict, stats = ask(engine, "How high is Mount Aster?", passages=passages)
-    assert verdict.ranked[0].text == "Mount Aster"  # the judge's best: a heading
-    closest = "The highest station of the survey was the summit of Mount Aster."
-    assert not verdict.answerable and verdict.sentence.text == closest
-    assert text == f"{NOT_ANSWERED} The closest passage: “{closest}”"
-    # With no sentence of 4 words, the best is quoted whatever its length.
-    judged(engine, monkeypatch, "It is 2,000 metres high.", "Mount Aster")
-    text, verdict, _ = ask(engine, "How high is Mount Aster?", passages=["Mount Aster\n\nIt was cold."])
-    assert verdict.sentence.text == "Mount Aster" and text.endswith("“Mount Aster”")
-
-
 def test_a_sentence_met_twice_is_judged_once(engine, monkeypatch):
-    # Overlapping passages hold the best sentence twice; a copy must not be the "next best" it stands out from.
-    judged(engine, monkeypatch, "Something else.", BEST, lead=1.0)
-    text, verdict, _ = ask(engine, passages=[PASSAGES[1], PASSAGES[1], PASSAGES[0]])
+    # Overlapping passages hold the best sentence twice; a copy must not be the "next best" it leads.
+    judged(engine, monkeypatch, scores(0.0, -1.5, -1.6, -1.7))
+    text, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD), passages=[PASSAGES[1], PASSAGES[1]])
     assert [s.text for s in verdict.ranked].count(BEST) == 1
-    assert verdict.reason == "standout" and text == BEST
+    assert verdict.reason == "confident" and text == BEST
 
 
 def test_the_sentence_style_answers_with_the_sentence_and_free_with_the_written_text(engine, monkeypatch):
-    judged(engine, monkeypatch, "It is the GPL.", BEST)
+    judged(engine, monkeypatch, {BEST: 0.0})
     assert ask(engine, config=GroundingConfig(style="sentence"))[0] == BEST
+
+    def answer(pot, question, decoding=None, stats=None, **kwargs):
+        return iter(["It is the GPL."])
+
+    monkeypatch.setattr(engine, "answer", answer)
     text, verdict, _ = ask(engine, config=GroundingConfig(style="free"))
     assert text == "It is the GPL." and verdict.answerable and verdict.sentence is None
-
-
-def test_a_margin_marks_answers_whose_best_sentence_hardly_raises_the_question(engine, monkeypatch):
-    judged(engine, monkeypatch, "The manual is under the GNU Free Documentation License.", BEST)
-    # The best sentence scores 0.0 and no text -9.0: a margin of 9.
-    assert ask(engine, config=GroundingConfig(answerable_margin=8.0))[1].answerable
-    assert not ask(engine, config=GroundingConfig(answerable_margin=10.0))[1].answerable
-
-
-def test_without_passages_the_written_answer_is_not_checked(engine, monkeypatch):
-    judged(engine, monkeypatch, "It is the GPL.", BEST)
+    # Without passages (the pot holds the whole document) the model's answer is not checked either.
     text, verdict, _ = ask(engine, passages=[])
-    assert text == "It is the GPL." and verdict.answerable
+    assert text == "It is the GPL." and verdict.reason == "free"
 
 
 def test_grounding_settings_are_checked():
@@ -237,10 +270,18 @@ def test_grounding_settings_are_checked():
         GroundingConfig(style="guess")
     with pytest.raises(ValueError, match="sentence"):
         GroundingConfig(sentences=0)
-    with pytest.raises(ValueError, match="agreement"):
-        GroundingConfig(agreement=0.0)
-    with pytest.raises(ValueError, match="standout"):
-        GroundingConfig(standout=-0.1)
+    with pytest.raises(ValueError, match="rare name"):
+        GroundingConfig(rare_name_mentions=-1)
+    with pytest.raises(ValueError, match="weights"):
+        ConfidenceModel(weights=(1.0,))
+    with pytest.raises(ValueError, match="with the writer"):
+        ConfidenceModel(writer_weights=(1.0,))
+    with pytest.raises(ValueError, match="threshold"):
+        ConfidenceModel(threshold=1.5)
+    with pytest.raises(ValueError, match="must not exceed"):
+        ConfidenceModel(unsure=0.7, sure=0.6)
+    with pytest.raises(ValueError, match="candidate"):
+        ConfidenceModel(candidates=0)
 
 
 def test_sentences_split_at_stops_blank_lines_and_the_lines_of_long_tables():
@@ -256,7 +297,7 @@ def test_sentences_split_at_stops_blank_lines_and_the_lines_of_long_tables():
 
 
 def test_sentences_are_ranked_by_the_judge_and_taken_from_the_likeliest_passage_first(engine, monkeypatch):
-    judged(engine, monkeypatch, "", "Copies are allowed.")
+    judged(engine, monkeypatch, {"Copies are allowed.": 0.0})
     ranked = ranked_sentences(engine, PASSAGES, "Are copies allowed?")
     assert ranked[0].text == "Copies are allowed." and ranked[0].span == 1
     assert {s.text for s in ranked} == set(split_sentences(PASSAGES[0]) + split_sentences(PASSAGES[1]))
@@ -276,163 +317,7 @@ def test_log_lines_dates_and_list_items_are_sentences_of_their_own_and_wrapped_n
         "The mountain was 1,206 metres high.",
         "Then",
     ]
-
-
-def writer_reads(engine, monkeypatch, written: str) -> list[list[str]]:
-    """judged(), and the texts the writer is handed at each ask, in order."""
-    read: list[list[str]] = []
-    judged(engine, monkeypatch, written, BEST)
-    writer = engine.answer
-
-    def answer(pot, question, decoding=None, stats=None, **kwargs):
-        read.append([engine.tokenizer.decode(list(ids)) for ids in kwargs["evidence"]])
-        return writer(pot, question, decoding, stats, **kwargs)
-
-    monkeypatch.setattr(engine, "answer", answer)
-    return read
-
-
-def test_the_writer_reads_the_judges_best_sentences_best_last_when_set(engine, monkeypatch):
-    read = writer_reads(engine, monkeypatch, "The manual is under the GNU Free Documentation License.")
-    ask(engine, config=GroundingConfig(writer_sentences=2))
-    assert len(read[0]) == 2 and read[0][-1] == BEST  # the likeliest sentence nearest the question
-    ask(engine)
-    assert read[1] == PASSAGES  # by default the writer reads the passages as read
-    with pytest.raises(ValueError, match="at least 1 sentence"):
-        GroundingConfig(writer_sentences=0)
-    with pytest.raises(ValueError, match="rare name"):
-        GroundingConfig(rare_name_mentions=-1)
-
-
-def test_a_sentence_without_the_rare_name_asked_about_is_no_answer(engine, monkeypatch):
-    passages = ["The steamer Grey Heron was commanded by Captain Josiah Pell. The sea was calm."]
-    heron = "The steamer Grey Heron was commanded by Captain Josiah Pell."
-    question = "Who was the captain of the Margarethe?"
-    # It stands out and holds a name, but not the ship asked about.
-    judged(engine, monkeypatch, "", heron, lead=1.0)
-    text, verdict, _ = ask(engine, question, passages=passages)
-    assert verdict.reason == "standout"  # without the rule
-    judged(engine, monkeypatch, "", heron, lead=1.0)
-    text, verdict, _ = ask(engine, question, passages=passages, names=["Margarethe"])
-    assert not verdict.answerable and text.startswith(NOT_ANSWERED)
-    # The written answer agrees with it on every word the question does not give: still no answer.
-    judged(engine, monkeypatch, "The captain of the Margarethe was Captain Josiah Pell.", heron)
-    _, verdict, _ = ask(engine, question, passages=passages, names=["Margarethe"])
-    assert not verdict.answerable and verdict.reason == "unheld"  # no sentence names it: the writer is not run
-    # A sentence whose passage names it may say "she": the passage is about the ship asked about.
-    she = "She was commanded by Captain Wim Jansen."
-    judged(engine, monkeypatch, "", she, lead=1.0)
-    text, verdict, _ = ask(engine, question, passages=[f"The Margarethe sailed at dawn. {she}"], names=["Margarethe"])
-    assert verdict.answerable and text == she
-    # A sentence that names it answers.
-    named = "The Margarethe was commanded by Captain Wim Jansen."
-    judged(engine, monkeypatch, "", named, lead=1.0)
-    text, verdict, _ = ask(engine, question, passages=[named + " The sea was calm."], names=["Margarethe"])
-    assert verdict.answerable and text == named
-
-
-def scored(engine, monkeypatch, written: str, scores: dict[str, float]) -> None:
-    """The writer writes `written`; the judge gives each sentence in `scores` its score, any other -5."""
-
-    def answer(pot, question, decoding=None, stats=None, **kwargs):
-        if stats is not None:
-            stats.ttft_seconds, stats.token_ids = 0.01, encode(engine.tokenizer, written)
-        return iter([written])
-
-    def likelihoods(rows, question, context=""):
-        return [scores.get(engine.tokenizer.decode(row).strip(), -5.0) for row in rows]
-
-    monkeypatch.setattr(engine, "answer", answer)
-    monkeypatch.setattr(engine, "question_likelihoods", likelihoods)
-
-
-def test_a_passage_ends_for_the_writer_at_its_last_whole_sentence():
-    toc = "A copy is included in the section entitled “GNU Free Documentation License”."
-    assert whole_sentences_end(f"Permission is granted. {toc}\ni\nTable of Contents\n1 Introduction . . . . .") == len(
-        f"Permission is granted. {toc}"
-    )
-    # Kept whole: no stop at all, a tail of log lines, a tail as long as what it follows, a passage that ends well.
-    for text in (
-        "1 Introduction . . . . . 1\n2 Using . . . . . 3",
-        "Reload done.\n2024-11-14T06:03:11Z INFO retry_backoff_ms 200 -> 850\n2024-11-14T06:03:12Z WARN slow",
-        "Short one. And then a long heading line that goes on and on without any stop at all",
-        f"Permission is granted. {toc}",
-    ):
-        assert whole_sentences_end(text) == len(text)
-
-
-def test_the_writer_reads_the_passages_without_a_trailing_table_of_contents(engine, monkeypatch):
-    read = writer_reads(engine, monkeypatch, "It is the GNU Free Documentation License.")
-    passages = [PASSAGES[0], f"{PASSAGES[1]}\ni\nTable of Contents\n1 Introduction . . . . . . ."]
-    ask(engine, passages=passages)
-    assert read[0] == PASSAGES
-    ask(engine, passages=passages, config=GroundingConfig(whole_sentences=False))
-    assert read[1] == passages
-
-
-def test_the_sentence_the_written_answer_copies_from_may_agree_wherever_the_judge_ranked_it(engine, monkeypatch):
-    inn = "She took a room at an inn called The Copper Kettle, which stood beside the bridge."
-    passages = [f"The road was long. The rain fell. Orlen lay below. The river was high. {inn}"]
-    scores = {"The road was long.": -1.0, "The rain fell.": -1.5, "Orlen lay below.": -2.0, "The river was high.": -2.5}
-    question = "What was the inn in Orlen called?"
-    # The inn's sentence is ranked fifth, beyond the shortlist of three; the answer copies four of its words.
-    scored(engine, monkeypatch, "The inn in Orlen was called The Copper Kettle.", scores)
-    text, verdict, _ = ask(engine, question, passages=passages)
-    assert verdict.reason == "agreement" and text == inn
-    assert not ask(engine, question, passages=passages, config=GroundingConfig(copied_words=None))[1].answerable
-    # Three words copied in a row ("The Copper Kettle") are not enough to say which sentence it came from.
-    scored(engine, monkeypatch, "Copper Kettle was the inn's name.", scores)
-    assert not ask(engine, question, passages=passages, config=GroundingConfig(copied_words=3))[1].answerable
-    assert longest_copied_run("The inn in Orlen was called The Copper Kettle.", inn) == 4
-    assert longest_copied_run("", inn) == 0
-    with pytest.raises(ValueError, match="copied words"):
-        GroundingConfig(copied_words=0)
-
-
-def test_a_follow_up_asking_a_version_takes_the_earlier_answers_fact_when_no_best_sentence_holds_one(
-    engine, monkeypatch
-):
-    earlier = "Under which license is this manual distributed?"
-    stated = "Permission is granted under the terms of the GNU Free Documentation License, Version 1.3."
-    passages = ["We have designed this License for manuals. It complements the GNU General Public License."]
-    low = {"We have designed this License for manuals.": -1.0, "It complements the GNU General Public License.": -1.2}
-    scored(engine, monkeypatch, "It is version 2.0.", {**low, stated: -4.0})
-    text, verdict, _ = ask(engine, "What version of it?", None, passages, earlier, carried=[stated])
-    assert verdict.reason == "earlier" and verdict.answerable and text == stated
-    # A best sentence that holds a version leaves the follow-up to the usual rules.
-    versioned = ["We have designed this License for manuals. Version 1.2 complements the GNU General Public License."]
-    scored(engine, monkeypatch, "It is version 2.0.", {"Version 1.2 complements the GNU General Public License.": -1.0})
-    _, verdict, _ = ask(engine, "What version of it?", None, versioned, earlier, carried=[stated])
-    assert verdict.reason != "earlier"
-    # A question of no particular kind is not answered by the earlier sentence, nor is a follow-up with none.
-    scored(engine, monkeypatch, "It is version 2.0.", {**low, stated: -4.0})
-    assert ask(engine, "And what does it cover?", None, passages, earlier, carried=[stated])[1].reason != "earlier"
-    assert ask(engine, "What version of it?", None, passages, earlier)[1].reason == "unheld"
-
-
-def test_a_question_of_no_particular_kind_is_answered_only_by_a_sentence_on_its_topic(engine, monkeypatch):
-    passages = ["The cache header holds two version fields. Files are written to a temporary name, then moved."]
-    header = "The cache header holds two version fields."
-    # The writer copies the header sentence, which shares no word with what is asked.
-    judged(engine, monkeypatch, header, header)
-    text, verdict, _ = ask(engine, "How must it be saved to disk?", passages=passages)
-    assert not verdict.answerable and verdict.reason == "unheld" and text.startswith(NOT_ANSWERED)
-    # Off, the copy agrees with the sentence it copied.
-    assert ask(engine, "How must it be saved to disk?", GroundingConfig(on_topic=False), passages)[0] == header
-    # A sentence holding one of the question's words (an inflection folded) answers it.
-    assert ask(engine, "Which header fields does the cache hold?", passages=passages)[0] == header
-    # A question asking a number is judged by the kind of thing it asks, not its topic.
-    judged(engine, monkeypatch, "It holds two version fields.", header)
-    text, verdict, _ = ask(engine, "How many does it have?", passages=passages)
-    assert verdict.answerable and text == header
-
-
-def test_whether_a_sentence_is_on_a_questions_topic():
-    from infinipot.core.answer_sentences import Sentence
-    from infinipot.core.grounded_answer import on_topic
-
-    sentence = Sentence("Cache files have to be written atomically.", 0, 0.0)
-    assert on_topic(sentence, "How must it be written to disk?")
-    assert not on_topic(sentence, "And which program does the reverse?")
-    assert on_topic(sentence, "Why?")  # names nothing: no topic to check
-    assert on_topic(sentence, "Who wrote the program?")  # a person is asked: the kind decides
+    # A short list item is one unit, however many sentences it has.
+    assert split_sentences("w. New prompt string: PS0. Expanded by interactive shells.") == [
+        "w. New prompt string: PS0. Expanded by interactive shells."
+    ]

@@ -19,8 +19,8 @@ NOT_FOUND_TURN = "I did not find a direct answer in the document."
 # How an answer given in the document's own words was chosen (core.grounded_answer's Verdict.reason): such an
 # answer is a sentence of the document, and a follow-up may be answered by it again ("For how many years had she
 # kept it?" after "Who kept the Gull Head light?" -> "... Ida Marlowe ... had kept the light for twenty-seven
-# years ...").
-STATED_REASONS = frozenset({"standout", "agreement", "sentence", "earlier"})
+# years ..."). "standout" and "agreement" are how conversations stored before issue 53 name such answers.
+STATED_REASONS = frozenset({"confident", "sentence", "earlier", "standout", "agreement"})
 # Earlier (question, answer) turns a follow-up sees: the last one. A 135M model follows one turn back; longer
 # histories fill its context with earlier answers, which may be wrong.
 FOLLOW_UP_TURNS = 1

@@ -23,8 +23,9 @@ class AskStats(AnswerStats):
     answer_sentence: str = ""
     ranked_sentences: list[str] = field(default_factory=list)  # the judge's sentences, best first
     ranked_scores: list[float] = field(default_factory=list)  # their scores (mean log-probability of the question)
-    written_answer: str = ""  # what the model wrote before the check ("" when the best sentence stood out)
-    # Why the answer is what it is (core.grounded_answer.Verdict.reason): "standout", "agreement", "none", ...
+    written_answer: str = ""  # what the model wrote ("free" grounding only: a checked answer is a sentence)
+    confidence: float | None = None  # the checked answer's probability of holding the answer (answer_confidence)
+    # Why the answer is what it is (core.grounded_answer.Verdict.reason): "confident", "unsure", "earlier", ...
     answered_by: str = ""
 
     @property

@@ -195,9 +195,9 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         "--grounding",
         default=ANSWER.grounding.style,
         choices=GROUNDING_STYLES,
-        help="evidence: checked: the passage's sentence when the model's answer agrees with it, else 'no direct "
-        "answer found' with the closest passage; sentence: always that sentence; free: the model's answer "
-        f"unchecked ({ANSWER.grounding.style})",
+        help="evidence: checked: the passages' sentence likeliest to hold the answer when it is likely enough, else "
+        "'no direct answer found' with that sentence as the closest passage; sentence: always the judge's best "
+        f"sentence; free: the model's own answer, unchecked ({ANSWER.grounding.style})",
     )
     add_decoding_options(parser)
 

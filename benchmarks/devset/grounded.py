@@ -2,15 +2,15 @@
 through the app's Python API (DocumentService.ask) with one answer-grounding setting.
 
     python -m benchmarks.devset.grounded [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
-        [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--margin 0.9|none]
-        [--standout 0.75|none]
+        [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--threshold P]
         [--sets answerable,unanswerable,followups,paraphrases] [--pointer retrieval-heads|later-layers]
-        [--words-per-attention N] [--words-lead-score S] [--neighbour-sentences N] [--copy-draft N] [--threads 2]
-        [--half all|tuning|heldout] [--report-only]
+        [--words-per-attention N] [--words-lead-score S] [--neighbour-sentences N] [--threads 2]
+        [--half all|tuning|heldout] [--note WHAT] [--report-only]
 
-Each run is named by its setting (`checked+standout0.75@none`, `checked@0.9`, `free@none`, ...). One JSON line
-per answer is appended to <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with a
-table per run:
+Each run is named by its style and what --note says it tries (`checked, calibrated`, `free`, ...); runs before
+issue 53 were named by the rules of their time (`checked+standout0.75@none`). One JSON line per answer is appended
+to <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with tables per half and per
+kind of document (tally.py), then the first development set's table per run:
 
 - answerable questions (questions.jsonl): correct (score.is_correct on the answer text), split into stated (an
   answer given as the document's) and in the closest passage (an answer marked `answerable: false` that quotes
@@ -47,12 +47,6 @@ SETS = ("answerable", "unanswerable", "followups", "paraphrases")
 FIRST_FOUR = {key for key, doc in DOCUMENTS.items() if doc.paraphrased}
 
 
-def run_label(style: str, margin: float | None, standout: float | None = None) -> str:
-    """`style@margin`, with `+standoutG` after a checked style whose best sentence may answer alone."""
-    lead = f"+standout{standout:g}" if style == "checked" and standout is not None else ""
-    return f"{style}{lead}@{'none' if margin is None else f'{margin:g}'}"
-
-
 def _ask(service, doc_id, question, settings, conversation_id=None, record=False) -> dict:
     began = time.perf_counter()
     pieces, stats, _ = service.ask(doc_id, question, settings, conversation_id=conversation_id, record=record)
@@ -63,6 +57,7 @@ def _ask(service, doc_id, question, settings, conversation_id=None, record=False
         "answer_sentence": stats.answer_sentence,
         "written": stats.written_answer,
         "answered_by": stats.answered_by,
+        "confidence": stats.confidence,
         "ranked": stats.ranked_sentences,
         "ranked_scores": stats.ranked_scores,
         "snippets": [c.get("snippet") or "" for c in stats.citations],
@@ -84,14 +79,10 @@ def answer_all(args, label: str) -> None:
     from infinipot.core.grounded_answer import GroundingConfig
 
     settings = AnswerSettings()
-    grounding = GroundingConfig(
-        style=args.style, answerable_margin=args.margin, standout=args.standout, writer_sentences=args.writer_sentences
-    )
-    if args.shortlist:
-        grounding = replace(grounding, shortlist=args.shortlist)
+    grounding = GroundingConfig(style=args.style)
+    if args.threshold is not None:
+        grounding = replace(grounding, confidence=replace(grounding.confidence, threshold=args.threshold))
     settings = replace(settings, grounding=grounding)
-    if args.copy_draft is not None:
-        settings = replace(settings, decoding=replace(settings.decoding, copy_draft=args.copy_draft))
     pointing = {
         "pointer": args.pointer,
         "words_per_attention": args.words_per_attention,
@@ -242,43 +233,21 @@ def main() -> None:
     parser.add_argument("--home", type=Path, default=Path("/tmp/ip-home-dev"))
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--style", default="checked")
-    parser.add_argument("--margin", default="default", help="a number, 'none' (never abstain) or 'default'")
-    parser.add_argument("--standout", default="default", help="a number, 'none' (always ask the writer) or 'default'")
+    parser.add_argument("--threshold", type=float, help="the calibrated answer's threshold (its default otherwise)")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--pointer", help="whose attention points at the passages (EvidenceConfig's default)")
     parser.add_argument("--words-per-attention", type=int, help="how the two rankings interleave (the default)")
     parser.add_argument("--words-lead-score", type=float, help="when the words lead (the default)")
     parser.add_argument("--neighbour-sentences", type=int, help="sentences the spans read take on each side")
-    parser.add_argument("--writer-sentences", type=int, help="the writer reads the judge's best N sentences")
-    parser.add_argument("--shortlist", type=int, help="the judge's best sentences the written answer may agree with")
-    parser.add_argument("--copy-draft", type=int, help="the decoding's copy drafts, in tokens (0: off)")
     parser.add_argument("--note", help="added to the run's label (what this run tries)")
     parser.add_argument("--half", choices=("all", *HALVES), default="all", help="the documents asked (default all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
-    from infinipot.core.grounded_answer import GroundingConfig
-
-    if args.margin == "default":
-        args.margin = GroundingConfig().answerable_margin
-    else:
-        args.margin = None if args.margin == "none" else float(args.margin)
-    if args.standout == "default":
-        args.standout = GroundingConfig().standout
-    else:
-        args.standout = None if args.standout == "none" else float(args.standout)
     args.sets = [s for s in args.sets.split(",") if s]
     if not args.report_only:
-        label = run_label(args.style, args.margin, args.standout)
-        if args.writer_sentences:
-            label += f", the writer reads the judge's best {args.writer_sentences} sentences"
-        if args.shortlist:
-            label += f", shortlist {args.shortlist}"
-        if args.copy_draft is not None:
-            label += f", copy drafts {args.copy_draft}"
-        if args.note:
-            label += f", {args.note}"
-        answer_all(args, label)
+        label = args.style + (f", threshold {args.threshold:g}" if args.threshold is not None else "")
+        answer_all(args, label + (f", {args.note}" if args.note else ""))
     print(report(args).split("## Every answer")[0])
 
 

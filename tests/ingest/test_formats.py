@@ -164,3 +164,20 @@ def test_location_describe_reads_like_a_citation():
     assert Location(3, 12, 0).describe() == "page 3, line 12"
     assert Location(2, 1, 0).describe("chapter") == "chapter 2, line 1"
     assert Location(None, 1234, 0).describe() == "line 1,234"
+
+
+def test_a_definition_lists_descriptions_are_indented_under_their_terms(tmp_path):
+    page = tmp_path / "reference.html"
+    page.write_text(
+        "<html><body><dl><dt>sqlite3.paramstyle</dt><dd><p>String constant.</p><p>Hard-coded to qmark.</p>"
+        "<dl><dt>inner</dt><dd>Nested description.</dd></dl></dd></dl><p>After the list.</p></body></html>",
+        encoding="utf-8",
+    )
+    assert texts(open_document(page)) == [
+        "sqlite3.paramstyle\n",
+        "    String constant.\n",
+        "    Hard-coded to qmark.\n",
+        "    inner\n",
+        "        Nested description.\n",
+        "After the list.\n",
+    ]

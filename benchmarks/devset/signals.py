@@ -1,0 +1,97 @@
+"""What the checked answer could decide from, recorded per question so that decision rules can be replayed offline.
+
+    python -m benchmarks.devset.signals [--half tuning] [--docs bench-results/devset-docs]
+        [--home /tmp/ip-home-dev] [--out benchmarks/devset/results/signals] [--threads 2]
+
+For every answerable and unanswerable question of the half, through the app's own evidence (the passages the
+default settings read) and the checked answer's own parts (core.grounded_answer), it records the passages, the
+judge's ranked sentences with their scores, the question's likelihood after no text, the rare names asked about,
+and the writer's short answer (core.written_answer, written for every question): everything core.answer_confidence
+decides from. One JSON line per question in <out>/signals-<half>.jsonl (a rerun
+skips what is there). benchmarks.devset.decide fits and replays the decision over them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from .check import load_questions, load_unanswerable
+from .documents import DEFAULT_DIR, DOCUMENTS, HALVES, document_path
+from .run_modes import append_jsonl, read_jsonl
+
+RESULTS = Path(__file__).parent / "results" / "signals"
+
+
+def record_signals(service, doc_id: str, question: str, settings) -> dict:
+    """The passages, the judge's ranking, the no-text likelihood, the rare names and the writer's answer for one
+    question."""
+    from infinipot.app.ask import evidence
+    from infinipot.core.answer_sentences import ranked_sentences
+    from infinipot.core.engine import AnswerStats
+    from infinipot.core.evidence import spans_to_read
+    from infinipot.core.written_answer import written_answer
+
+    grounding = settings.grounding
+    stored = service.open_pot(doc_id)
+    engine = stored.engine
+    began = time.perf_counter()
+    spans, _ = evidence.gather_evidence(
+        service.library, stored, question, settings.evidence, settings.decoding.max_new_tokens
+    )
+    passages = spans_to_read(spans)
+    names = evidence.rare_names(service.library, stored, question, grounding.rare_name_mentions)
+    texts = [engine.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in passages]
+    ranked = ranked_sentences(engine, texts, question, grounding.sentences)
+    no_text = engine.question_likelihoods([[]], question)[0]
+    judged = time.perf_counter()
+    pot_entries = settings.evidence.pot_entries
+    written = written_answer(engine, stored.pot, question, passages, None, AnswerStats(), pot_entries=pot_entries)
+    return {
+        "passages": texts,
+        "ranked": [[s.text, s.span, round(s.score, 5)] for s in ranked],
+        "no_text": round(no_text, 5),
+        "names": list(names),
+        "written": written,
+        "judge_seconds": round(judged - began, 3),
+        "writer_seconds": round(time.perf_counter() - judged, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--half", choices=HALVES, default="tuning")
+    parser.add_argument("--docs", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--home", type=Path, default=Path("/tmp/ip-home-dev"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from infinipot.app.ask.modes import AnswerSettings
+    from infinipot.app.service import DocumentService
+    from infinipot.core.config import PotConfig
+
+    keys = {key for key, doc in DOCUMENTS.items() if doc.half == args.half}
+    out = args.out / f"signals-{args.half}.jsonl"
+    args.out.mkdir(parents=True, exist_ok=True)
+    done = {(r["set"], r["id"]) for r in read_jsonl(out)}
+    service = DocumentService(Path(args.home), device="cpu")
+    settings = AnswerSettings()
+    work = [("answerable", q) for q in load_questions()] + [("unanswerable", q) for q in load_unanswerable()]
+    doc_ids: dict[str, str] = {}
+    for kind, q in work:
+        if q["document"] not in keys or (kind, q["id"]) in done:
+            continue
+        if q["document"] not in doc_ids:
+            doc_ids[q["document"]] = service.read(document_path(args.docs, q["document"]), PotConfig()).doc_id
+        record = {"set": kind, "id": q["id"], "document": q["document"], "question": q["question"]}
+        record.update(record_signals(service, doc_ids[q["document"]], q["question"], settings))
+        append_jsonl(out, record)
+        print(f"{kind} {q['id']}: {record['ranked'][0][0][:80] if record['ranked'] else ''!r}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""How likely a judged sentence is to hold the answer: one calibrated number instead of rules made per case.
+
+The judge (core.answer_sentences) ranks the passages' sentences by how likely the question is after each. Its best
+sentence holds the answer for about two questions in three, and nothing in its score alone says which. A few
+signals that any document has say more together:
+
+- first, rank: where the judge put the sentence (rank as log(1 + rank));
+- lead: how far its score leads the next sentence's (a sentence that stands out; the last leads nothing);
+- margin: its score above the question's likelihood after no text at all;
+- kind: it adds to the question the kind of thing asked (core.question_kind: a number, a version, a name, an
+  identifier such as an option or a variable);
+- cover, rare_cover: the share of the question's content words it holds, plainly and weighted by how few of the
+  ranked sentences hold each (a word every sentence holds says nothing);
+- names: it holds the names the question asks about that the document hardly mentions (core.question_names);
+- best_span: it comes from the passage the span reranker found likeliest.
+
+A logistic model of "this sentence holds an accepted answer" over them, fitted on the tuning half of the
+development set (`python -m benchmarks.devset.decide`; the held-out half was not used), gives each of the judge's
+best `candidates` sentences a probability. When the likeliest is `sure` or more, it is the answer; at `unsure` or
+less, no direct answer is found. In between, the model writes a short answer of its own (core.written_answer) and
+a second logistic model weighs two more signals, whether that answer agrees with a candidate and which sentence it
+copied (a candidate too, wherever the judge ranked it); the likeliest candidate is then the answer when its
+probability reaches `threshold`. Otherwise the answer is "No direct answer found", quoting it.
+
+The thresholds are those at which, on the tuning half with each document decided by models fitted on the others
+(what an unseen kind of document looks like), the most questions were stated right with at most one in ten stated
+wrong and at least four unanswerable questions in five marked (benchmarks/devset/results/grounded/report.md,
+docs/benchmarks.md "A decision that transfers").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .answer_sentences import Sentence
+from .grounding import content_words, unsupported_words
+from .question_kind import holds_kind
+from .question_names import holds_names
+from .written_answer import agrees, copied_index
+
+FEATURES = ("first", "rank", "lead", "margin", "kind", "cover", "rare_cover", "names", "best_span")
+# With the writer's answer: it agrees with the sentence (core.written_answer.agrees), it copied from it.
+WRITER_FEATURES = (*FEATURES, "agree", "copied")
+
+
+@dataclass(frozen=True)
+class ConfidenceModel:
+    # Weights per FEATURES and the bias, and per WRITER_FEATURES with the writer's, fitted on the development set's
+    # tuning half (122 questions over 8 documents; L2 penalty 1): `python -m benchmarks.devset.decide --fit`.
+    weights: tuple[float, ...] = (0.612, -0.280, 0.989, -0.239, 1.273, 1.624, 1.019, 0.524, 1.251)
+    bias: float = -4.999
+    writer_weights: tuple[float, ...] = (0.215, -0.768, 0.942, -0.350, 1.101, 1.579, 1.152, 0.536, 1.196, 1.638, 0.298)
+    writer_bias: float = -4.412
+    # Without the writer, the likeliest candidate is stated at `sure` or more and no direct answer is found at
+    # `unsure` or less; in between the writer runs and the likeliest is stated at `threshold` or more. Tuning half,
+    # each document decided by models fitted on the others: (0.2, 0.65, 0.48) -> 42 of 86 stated right, 7 stated
+    # wrong, 29 of 36 unanswerable marked, the writer run for 70 of 122; the writer never: 44, 9, 29 (0.48); the
+    # writer always: 42, 7, 29 (0.48). The first development set's 54 answered in the document's words or the
+    # closest passage: 36 with the writer in between, 34 with it never (37 before issue 53).
+    sure: float = 0.65
+    unsure: float = 0.2
+    threshold: float = 0.48
+    # The judge's best sentences that may be the answer (and the one the writer copied from).
+    candidates: int = 3
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(FEATURES):
+            raise ValueError(f"the confidence model needs {len(FEATURES)} weights ({', '.join(FEATURES)})")
+        if len(self.writer_weights) != len(WRITER_FEATURES):
+            raise ValueError(f"with the writer it needs {len(WRITER_FEATURES)} weights ({', '.join(WRITER_FEATURES)})")
+        for name in ("unsure", "threshold", "sure"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"the confidence's {name} must be a probability, got {getattr(self, name)}")
+        if not self.unsure <= self.sure:
+            raise ValueError(f"unsure ({self.unsure}) must not exceed sure ({self.sure})")
+        if self.candidates < 1:
+            raise ValueError(f"at least one candidate sentence is needed, got {self.candidates}")
+
+
+def _question_words(question: str) -> list[str]:
+    return list(dict.fromkeys(word.lower() for word in content_words(question)))
+
+
+def cover(sentence: str, question: str) -> float:
+    """The share of the question's content words the sentence holds (1 when the question has none)."""
+    words = _question_words(question)
+    if not words:
+        return 1.0
+    return sum(not unsupported_words(word, [sentence]) for word in words) / len(words)
+
+
+def rare_cover(sentence: str, question: str, ranked: Sequence[str]) -> float:
+    """cover, each word weighed by log((n + 1) / (1 + the ranked sentences holding it)), n the ranked sentences."""
+    words = _question_words(question)
+    if not words:
+        return 1.0
+    n = len(ranked)
+    weights = {w: math.log((n + 1) / (1 + sum(not unsupported_words(w, [t]) for t in ranked))) for w in words}
+    total = sum(weights.values()) or 1.0
+    return sum(weights[w] for w in words if not unsupported_words(w, [sentence])) / total
+
+
+def sentence_features(
+    ranked: Sequence[Sentence],
+    index: int,
+    question: str,
+    no_text: float,
+    *,
+    earlier: str = "",
+    names: Sequence[str] = (),
+    passages: Sequence[str] = (),
+    best_span: int = -1,
+) -> dict[str, float]:
+    """The FEATURES of ranked[index] (the judge's ranking, best first). `no_text`: the question's likelihood after
+    no text; `names`: the rare names asked about, held with the `passages` the sentences come from; `best_span`:
+    the index of the passage the span reranker found likeliest."""
+    sentence = ranked[index]
+    after = ranked[index + 1].score if index + 1 < len(ranked) else sentence.score  # the last leads nothing
+    texts = [s.text for s in ranked]
+    return {
+        "first": float(index == 0),
+        "rank": math.log1p(index),
+        "lead": sentence.score - after,
+        "margin": sentence.score - no_text,
+        "kind": float(holds_kind(sentence.text, question, earlier)),
+        "cover": cover(sentence.text, question),
+        "rare_cover": rare_cover(sentence.text, question, texts),
+        "names": float(holds_names(sentence, names, passages)),
+        "best_span": float(sentence.span == best_span),
+    }
+
+
+def writer_features(ranked: Sequence[Sentence], index: int, written: str, question: str, earlier: str = "") -> dict:
+    """The two features the writer's answer adds for ranked[index]: it agrees with it, it copied from it."""
+    return {
+        "agree": float(agrees(written, ranked[index].text, f"{earlier} {question}")),
+        "copied": float(index == copied_index(written, ranked)),
+    }
+
+
+def probability(features: dict[str, float], model: ConfidenceModel, written: bool = False) -> float:
+    """The probability that the sentence with these features holds the answer (the model with the writer's
+    features when `written`)."""
+    names, weights, bias = FEATURES, model.weights, model.bias
+    if written:
+        names, weights, bias = WRITER_FEATURES, model.writer_weights, model.writer_bias
+    z = bias + sum(w * features[name] for w, name in zip(weights, names, strict=True))
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def candidate_indices(ranked: Sequence[Sentence], model: ConfidenceModel, written: str | None = None) -> list[int]:
+    """The judge's best model.candidates, and with a written answer the sentence it copied from."""
+    indices = list(range(min(model.candidates, len(ranked))))
+    copied = copied_index(written, ranked) if written else None
+    return indices + ([copied] if copied is not None and copied not in indices else [])
+
+
+def likeliest(
+    ranked: Sequence[Sentence],
+    question: str,
+    no_text: float,
+    model: ConfidenceModel,
+    *,
+    earlier: str = "",
+    names: Sequence[str] = (),
+    passages: Sequence[str] = (),
+    best_span: int = -1,
+    written: str | None = None,
+) -> tuple[Sentence | None, float]:
+    """The candidate likeliest to hold the answer, and that likelihood; (None, 0.0) when nothing was ranked. With
+    `written` (the writer's answer), its candidates and features too. Ties: the better ranked."""
+    best, chance = None, 0.0
+    for index in candidate_indices(ranked, model, written):
+        features = sentence_features(
+            ranked, index, question, no_text, earlier=earlier, names=names, passages=passages, best_span=best_span
+        )
+        if written is not None:
+            features |= writer_features(ranked, index, written, question, earlier)
+        p = probability(features, model, written is not None)
+        if best is None or p > chance:
+            best, chance = ranked[index], p
+    return best, chance
