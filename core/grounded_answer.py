@@ -189,6 +189,7 @@ def grounded_answer(
             verdict.sentence, verdict.reason = held, "earlier"
         else:
             verdict.answerable, verdict.reason = False, "unsure"
+            verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)  # the closest, when none adds
     answer = verdict.sentence.text if verdict.answerable else not_answered(verdict.sentence)
     stats.ttft_seconds = time.perf_counter() - started
     yield answer

@@ -321,3 +321,14 @@ def test_log_lines_dates_and_list_items_are_sentences_of_their_own_and_wrapped_n
     assert split_sentences("w. New prompt string: PS0. Expanded by interactive shells.") == [
         "w. New prompt string: PS0. Expanded by interactive shells."
     ]
+
+
+def test_a_sentence_that_only_repeats_the_question_is_no_candidate(engine, monkeypatch):
+    # A table of contents' line names what is asked and nothing more.
+    passages = ["- Blob.seek()\n\nSet the current access position of the blob to offset."]
+    judged(engine, monkeypatch, {"- Blob.seek()": 0.0, "Set the current access position of the blob to offset.": -2.0})
+    everything = GroundingConfig(confidence=only({}, bias=5.0))
+    text, verdict, _ = ask(engine, "What does Blob.seek() do?", everything, passages)
+    assert text == "Set the current access position of the blob to offset." and verdict.answerable
+    text, verdict, _ = ask(engine, "What does Blob.seek() do?", everything, passages=["- Blob.seek()"])
+    assert not verdict.answerable and verdict.confidence == 0.0 and text.endswith("“- Blob.seek()”")

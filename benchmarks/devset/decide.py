@@ -52,7 +52,7 @@ def candidates(record: dict, accepted: Sequence[str] | None, most: int = 3, writ
     ranked = [Sentence(text, span, score) for text, span, score in record["ranked"]]
     written = record["written"] if writer else None
     out = []
-    for i in candidate_indices(ranked, ConfidenceModel(candidates=most), written):
+    for i in candidate_indices(ranked, ConfidenceModel(candidates=most), record["question"], written):
         features = sentence_features(
             ranked,
             i,
