@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .answer_sentences import Sentence
-from .grounding import content_words, unsupported_words
+from .grounding import content_words, holds_word, unsupported_words, word_keys
 from .question_kind import holds_kind
 from .question_names import holds_names
 from .written_answer import agrees, copied_index
@@ -88,7 +88,8 @@ def cover(sentence: str, question: str) -> float:
     words = _question_words(question)
     if not words:
         return 1.0
-    return sum(not unsupported_words(word, [sentence]) for word in words) / len(words)
+    found = word_keys([sentence])
+    return sum(holds_word(found, word) for word in words) / len(words)
 
 
 def rare_cover(sentence: str, question: str, ranked: Sequence[str]) -> float:
@@ -96,10 +97,11 @@ def rare_cover(sentence: str, question: str, ranked: Sequence[str]) -> float:
     words = _question_words(question)
     if not words:
         return 1.0
-    n = len(ranked)
-    weights = {w: math.log((n + 1) / (1 + sum(not unsupported_words(w, [t]) for t in ranked))) for w in words}
+    n, held = len(ranked), [word_keys([text]) for text in ranked]
+    weights = {w: math.log((n + 1) / (1 + sum(holds_word(found, w) for found in held))) for w in words}
     total = sum(weights.values()) or 1.0
-    return sum(weights[w] for w in words if not unsupported_words(w, [sentence])) / total
+    found = word_keys([sentence])
+    return sum(weights[w] for w in words if holds_word(found, w)) / total
 
 
 def sentence_features(

@@ -78,18 +78,27 @@ def word_parts(word: str) -> list[str]:
     return [part for part in _PART_BREAK.split(word) if part]
 
 
-def unsupported_words(text: str, sources: Iterable[str]) -> list[str]:
-    """The content words of `text` that occur in none of `sources` (compared by word_key; a compound such as
-    "big-endian" also counts as found when each of its parts is), in order, each once."""
+def word_keys(sources: Iterable[str]) -> set[str]:
+    """The keys of every word of `sources` and of their parts: what holds_word looks words up in."""
     found: set[str] = set()
     for source in sources:
         for word in _WORD.findall(source):
             found.add(word_key(word))
             found.update(word_key(part) for part in word_parts(word))
+    return found
+
+
+def holds_word(found: set[str], word: str) -> bool:
+    """Whether `word` is among the keys `found` (word_keys), or each of its parts is."""
+    return word_key(word) in found or all(word_key(part) in found for part in word_parts(word))
+
+
+def unsupported_words(text: str, sources: Iterable[str]) -> list[str]:
+    """The content words of `text` that occur in none of `sources` (compared by word_key; a compound such as
+    "big-endian" also counts as found when each of its parts is), in order, each once."""
+    found = word_keys(sources)
     missing: dict[str, str] = {}
     for word in content_words(text):
-        key = word_key(word)
-        parts = [word_key(part) for part in word_parts(word)]
-        if key not in found and not all(part in found for part in parts):
-            missing.setdefault(key, word)
+        if not holds_word(found, word):
+            missing.setdefault(word_key(word), word)
     return list(missing.values())
