@@ -133,6 +133,14 @@ def ranked_sentences(
     (the passages arrive likeliest last, core.evidence's order "likelihood"), so a long table in a weaker passage
     cannot crowd out the best one.
     """
+    return judged_sentences(engine, passages, question, most, context)[0]
+
+
+def judged_sentences(
+    engine, passages: Sequence[str], question: str, most: int = 32, context: str = ""
+) -> tuple[list[Sentence], float]:
+    """ranked_sentences, and the question's likelihood after no text at all, scored in the same batched pass (an
+    empty row among the shortest: no pass of its own)."""
     candidates: list[tuple[int, str]] = []
     seen: set[str] = set()
     for index in reversed(range(len(passages))):
@@ -142,11 +150,9 @@ def ranked_sentences(
             if len(candidates) < most and text not in seen:
                 seen.add(text)
                 candidates.append((index, text))
-    if not candidates:
-        return []
     tokenizer = engine.tokenizer
     rows = [tokenizer(text, add_special_tokens=False)["input_ids"][:_SCORED_TOKENS] for _, text in candidates]
-    scores = engine.question_likelihoods(rows, question, context)
+    *scores, no_text = engine.question_likelihoods([*rows, []], question, context)
     ranked = [Sentence(text, index, score) for (index, text), score in zip(candidates, scores, strict=True)]
     order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
-    return [ranked[i] for i in order]
+    return [ranked[i] for i in order], no_text

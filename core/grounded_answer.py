@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .answer_confidence import ConfidenceModel, likeliest
-from .answer_sentences import Sentence, ranked_sentences
+from .answer_sentences import Sentence, judged_sentences
 from .decoding import DecodingConfig
 from .engine import AnswerStats, Engine
 from .question_kind import holds_kind, question_kind
@@ -154,7 +154,7 @@ def grounded_answer(
     first_carried = len(texts)
     if carried and question_kind(question) != "other":
         texts += list(carried)  # last: ranked_sentences takes the last passage's sentences first
-    ranked = ranked_sentences(engine, texts, question, config.sentences, earlier)
+    ranked, no_text = judged_sentences(engine, texts, question, config.sentences, earlier)
     verdict.ranked = tuple(ranked)
     verdict.kept_written = False
     if config.style == "sentence":
@@ -162,7 +162,6 @@ def grounded_answer(
         verdict.answerable, verdict.reason = verdict.sentence is not None, "sentence"
     else:
         model = config.confidence
-        no_text = engine.question_likelihoods([[]], question, earlier)[0]
         signals = dict(earlier=earlier, names=names, passages=texts, best_span=first_carried - 1)
         verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, **signals)
         held = earlier_fact(ranked, first_carried, question, earlier, model.candidates)
