@@ -92,12 +92,15 @@ def cover(sentence: str, question: str) -> float:
     return sum(holds_word(found, word) for word in words) / len(words)
 
 
-def rare_cover(sentence: str, question: str, ranked: Sequence[str]) -> float:
-    """cover, each word weighed by log((n + 1) / (1 + the ranked sentences holding it)), n the ranked sentences."""
+def rare_cover(
+    sentence: str, question: str, ranked: Sequence[str], held: Sequence[set[str]] | None = None
+) -> float:
+    """cover, each word weighed by log((n + 1) / (1 + the ranked sentences holding it)), n the ranked sentences.
+    `held`: each ranked sentence's word_keys, when known."""
     words = _question_words(question)
     if not words:
         return 1.0
-    n, held = len(ranked), [word_keys([text]) for text in ranked]
+    n, held = len(ranked), held if held is not None else [word_keys([text]) for text in ranked]
     weights = {w: math.log((n + 1) / (1 + sum(holds_word(found, w) for found in held))) for w in words}
     total = sum(weights.values()) or 1.0
     found = word_keys([sentence])
@@ -114,10 +117,12 @@ def sentence_features(
     names: Sequence[str] = (),
     passages: Sequence[str] = (),
     best_span: int = -1,
+    held: Sequence[set[str]] | None = None,
 ) -> dict[str, float]:
     """The FEATURES of ranked[index] (the judge's ranking, best first). `no_text`: the question's likelihood after
     no text; `names`: the rare names asked about, held with the `passages` the sentences come from; `best_span`:
-    the index of the passage the span reranker found likeliest."""
+    the index of the passage the span reranker found likeliest; `held`: each ranked sentence's word_keys, when
+    known (likeliest computes them once)."""
     sentence = ranked[index]
     after = ranked[index + 1].score if index + 1 < len(ranked) else sentence.score  # the last leads nothing
     texts = [s.text for s in ranked]
@@ -128,17 +133,21 @@ def sentence_features(
         "margin": sentence.score - no_text,
         "kind": float(holds_kind(sentence.text, question, earlier)),
         "cover": cover(sentence.text, question),
-        "rare_cover": rare_cover(sentence.text, question, texts),
+        "rare_cover": rare_cover(sentence.text, question, texts, held),
         "names": float(holds_names(sentence, names, passages)),
         "best_span": float(sentence.span == best_span),
     }
 
 
-def writer_features(ranked: Sequence[Sentence], index: int, written: str, question: str, earlier: str = "") -> dict:
-    """The two features the writer's answer adds for ranked[index]: it agrees with it, it copied from it."""
+def writer_features(
+    ranked: Sequence[Sentence], index: int, written: str, question: str, earlier: str = "", copied: int | None = -1
+) -> dict:
+    """The two features the writer's answer adds for ranked[index]: it agrees with it, it copied from it (`copied`:
+    copied_index's answer, when known)."""
+    copied = copied_index(written, ranked) if copied == -1 else copied
     return {
         "agree": float(agrees(written, ranked[index].text, f"{earlier} {question}")),
-        "copied": float(index == copied_index(written, ranked)),
+        "copied": float(index == copied),
     }
 
 
@@ -152,19 +161,15 @@ def probability(features: dict[str, float], model: ConfidenceModel, written: boo
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def adds_to(sentence: str, question: str, earlier: str = "") -> bool:
-    """Whether the sentence says something the question (and the earlier ones it follows) does not: a content word
-    of its own. One that only repeats the question ("- Blob.seek()", a table of contents' line for "What does
-    Blob.seek() do?") cannot answer it, however likely the judge finds the question after it."""
-    return bool(unsupported_words(sentence, [question, earlier]))
-
-
 def candidate_indices(
     ranked: Sequence[Sentence], model: ConfidenceModel, question: str, written: str | None = None, earlier: str = ""
 ) -> list[int]:
-    """The judge's best model.candidates among the sentences that add something to the question (adds_to), and with
-    a written answer the sentence it copied from."""
-    adding = [i for i, sentence in enumerate(ranked) if adds_to(sentence.text, question, earlier)]
+    """The judge's best model.candidates among the sentences that add something to the question (and the earlier
+    ones it follows): a content word of their own. One that only repeats the question ("- Blob.seek()", a table
+    of contents' line for "What does Blob.seek() do?") cannot answer it, however likely the judge finds the
+    question after it. With a written answer, the sentence it copied from too."""
+    asked = word_keys([question, earlier])
+    adding = [i for i, s in enumerate(ranked) if any(not holds_word(asked, w) for w in content_words(s.text))]
     indices = adding[: model.candidates]
     copied = copied_index(written, ranked) if written else None
     if copied is not None and copied not in indices and copied in adding:
@@ -188,12 +193,22 @@ def likeliest(
     anything to the question. With `written` (the writer's answer), its candidates and features too. Ties: the better
     ranked."""
     best, chance = None, 0.0
+    held = [word_keys([s.text]) for s in ranked]
+    copied = copied_index(written, ranked) if written else None
     for index in candidate_indices(ranked, model, question, written, earlier):
         features = sentence_features(
-            ranked, index, question, no_text, earlier=earlier, names=names, passages=passages, best_span=best_span
+            ranked,
+            index,
+            question,
+            no_text,
+            earlier=earlier,
+            names=names,
+            passages=passages,
+            best_span=best_span,
+            held=held,
         )
         if written is not None:
-            features |= writer_features(ranked, index, written, question, earlier)
+            features |= writer_features(ranked, index, written, question, earlier, copied)
         p = probability(features, model, written is not None)
         if best is None or p > chance:
             best, chance = ranked[index], p
