@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .answer_sentences import Sentence
-from .grounding import content_words, holds_word, unsupported_words, word_keys
+from .grounding import content_words, holds_word, word_keys
 from .question_kind import holds_kind
 from .question_names import holds_names
 from .written_answer import agrees, copied_index
