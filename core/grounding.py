@@ -11,6 +11,7 @@ keys (core.word_match: case, a leading space and a plain inflection aside), entr
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -36,8 +37,10 @@ _WORD = re.compile(r"[^\W_]+(?:[-_./'][^\W_]+)*", re.UNICODE)
 _PART_BREAK = re.compile(r"[-_./']")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def word_key(word: str) -> str:
-    """A word as core.word_match compares it: lower case, a plain inflection folded."""
+    """A word as core.word_match compares it: lower case, a plain inflection folded (remembered: an answer's
+    checks look up the same few hundred words many times)."""
     return fold_inflection(word.lower())
 
 
