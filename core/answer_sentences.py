@@ -31,9 +31,12 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•·]|\(?(?:\d{1,2}|[a-zA-Z]|[ivx]{1,4})[.)
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A "sentence" longer than this many words is a table, a listing or log lines: it is cut at its line breaks.
 _LONGEST_WORDS = 60
-# A line that starts with a date, a time or a section number ("2024-11-14T06:03", "12:00", "3.1") or a list mark
-# is an item of its own (a log line, a table row, a bullet); "1,206 metres" wrapped to a line's start is not.
-ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s))")
+# A line that starts with a date, a time or a section number ("2024-11-14T06:03", "12:00", "3.1", a syslog's
+# "Mar  9 10:19:04") or a list mark is an item of its own (a log line, a table row, a bullet); "1,206 metres"
+# wrapped to a line's start is not.
+ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d))")
+# A table row as ingest writes HTML and Word tables: its cells joined by " | ".
+_TABLE_ROW = re.compile(r"\S \| \S")
 # Tokens of a sentence that are scored: a longer one is judged by its start (bounds one batched pass).
 _SCORED_TOKENS = 96
 
@@ -80,14 +83,15 @@ def split_sentences(text: str) -> list[str]:
 
 def prose_sentences(text: str) -> list[str]:
     """The sentences of a stretch of text, in order, whitespace collapsed. A line that starts with a date, a time,
-    a section number or a list mark starts a sentence (a log line, a table row, a bullet), and a list item of at
+    a section number or a list mark starts a sentence (a log line, a table row, a bullet), a table row whose cells
+    a " | " joins is a unit of its own, and a list item of at
     most _LONGEST_WORDS words is one unit however many sentences it has ("w. New prompt string: PS0. Expanded and
     displayed by interactive shells ..."); a title or abbreviation ("Dr. Nadia Fenn", "e.g. a log") ends no
     sentence, and a stretch without sentence stops longer than _LONGEST_WORDS words is cut (_long_piece): a table
     or listing at its line breaks, a long sentence at its clauses."""
     pieces = []
     for paragraph in _PARAGRAPH_BREAK.split(text or ""):
-        for item in ITEM_START.split(paragraph):
+        for item in (item for block in _table_rows(paragraph) for item in ITEM_START.split(block)):
             if _LIST_ITEM.match(item) and len(item.split()) <= _LONGEST_WORDS:
                 pieces.append(item)
                 continue
@@ -95,6 +99,19 @@ def prose_sentences(text: str) -> list[str]:
             for part in stops:
                 pieces += _long_piece(part) if len(part.split()) > _LONGEST_WORDS else [part]
     return [" ".join(piece.split()) for piece in pieces if piece.strip()]
+
+
+def _table_rows(text: str) -> list[str]:
+    """The text with each table row (_TABLE_ROW) a block of its own, the lines between rows kept together."""
+    if not _TABLE_ROW.search(text):
+        return [text]
+    blocks: list[list[str]] = [[]]
+    for line in text.split("\n"):
+        if _TABLE_ROW.search(line):
+            blocks += [[line], []]
+        else:
+            blocks[-1].append(line)
+    return ["\n".join(block) for block in blocks if block]
 
 
 # A line of at least this many characters, followed by more, was wrapped by the typesetter (text is set 65-90

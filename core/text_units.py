@@ -36,6 +36,8 @@ _SAME_LINE_TERM = re.compile(r"^(\s*)(\S(?:.{0,38}?\S)?)(\s{2,})(\S.*)$")
 # ...", "- database: the path". Prose uses dashes too, so only list items are read this way, and a hyphen between
 # spaces is no such dash.
 _INLINE_TERM = re.compile(r"^(\s*[-*•·]\s+)([^\s–—:][^–—:]{0,60}?)(?:\s[–—]|\s--|:)\s(\S.*)$")
+# A list mark alone: a bullet, or a number or letter with a stop or bracket ("•", "-", "2.", "b)").
+_LIST_MARK = re.compile(r"^(?:[-*•·]|\(?(?:\d{1,2}|[a-zA-Z])[.)])$")
 # A heading, not a term: capitals only ("EXIT STATUS"), or two or more plain words ("Operation modifiers").
 _HEADING = re.compile(r"^(?:[A-Z][A-Z0-9 ]*[A-Z0-9]|[A-Z][a-z]+(?: [A-Za-z][a-z]*)+)$")
 
@@ -80,8 +82,8 @@ def _is_term_line(line: str, following: str | None) -> bool:
 def _same_line_term(line: str, following: str | None) -> tuple[str, str] | None:
     """(term, description) of a line whose description starts at the column the next line continues at."""
     match = _SAME_LINE_TERM.match(line.expandtabs(8))
-    if match is None or len(match.group(2).split()) > 3:
-        return None
+    if match is None or len(match.group(2).split()) > 3 or _LIST_MARK.match(match.group(2)):
+        return None  # a bullet or a number before its item's text is no term
     column = len(match.group(1)) + len(match.group(2)) + len(match.group(3))
     if following is not None and following.strip():
         if _indent(following) != column:

@@ -144,3 +144,26 @@ def test_a_passage_that_begins_inside_a_hyphenated_word_starts_at_its_line():
     plain = "Some text.\nThe max\u2010\n"
     assert passage_start(plain, "imum is 3.") == len("Some text.\n")
     assert passage_start("Some text.\n", "A new line.") is None
+
+
+def test_a_bullet_is_no_term_and_syslog_lines_and_table_rows_are_units_of_their_own():
+    bullets = (
+        "       •   Type=oneshot is the implied default if neither Type= nor ExecStart= are\n"
+        "           specified.\n"
+    )
+    assert [e.lead for e in entries(bullets)] == [""]
+    assert split_sentences(bullets) == [
+        "• Type=oneshot is the implied default if neither Type= nor ExecStart= are specified."
+    ]
+    syslog = (
+        "Mar  9 10:19:04 relay-02 postfix/smtp[5102]: status=deferred (451 4.7.1 Greylisted)\n"
+        "Mar  9 10:21:23 relay-02 postfix/qmgr[907]: queue size 184 messages, 41 deferred\n"
+    )
+    assert len(split_sentences(syslog)) == 2
+    table = "Level | Numeric value\nCRITICAL | 50\nERROR | 40\nLevels can also be set by the developer."
+    assert split_sentences(table) == [
+        "Level | Numeric value",
+        "CRITICAL | 50",
+        "ERROR | 40",
+        "Levels can also be set by the developer.",
+    ]
