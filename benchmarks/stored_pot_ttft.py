@@ -18,7 +18,7 @@ reading time recorded then), asks a first question, then times a second question
 Prints medians and the ratio fresh-read seconds / warm-app time to first token (the default mode's). With
 --summary it also times a new whole-file summary of the same pot ("Summarize this file") and prints it. With
 --stages one more default ask runs under cProfile and the seconds of its stages are printed (STAGES: the pot's
-attention, the reranker, the judge, the writer's prefill and its decoded tokens), so a slow first token says where
+attention, the reranker, the judge, the decision, the writer's prefill and its decoded tokens, when it runs), so a slow first token says where
 its time went on this machine.
 """
 
@@ -99,7 +99,8 @@ STAGES = {
     "evidence (all)": ("core/evidence.py", "find_evidence"),
     "pot attention": ("core/evidence.py", "attention_ranking"),
     "reranker": ("core/evidence.py", "likeliest"),
-    "judge": ("core/answer_sentences.py", "ranked_sentences"),
+    "judge": ("core/answer_sentences.py", "judged_sentences"),
+    "decision": ("core/answer_confidence.py", "likeliest"),
     "writer prefill": ("core/generate.py", "prefill"),
     "writer tokens": ("core/generate.py", "read_after"),
 }
