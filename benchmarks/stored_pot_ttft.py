@@ -18,8 +18,8 @@ reading time recorded then), asks a first question, then times a second question
 Prints medians and the ratio fresh-read seconds / warm-app time to first token (the default mode's). With
 --summary it also times a new whole-file summary of the same pot ("Summarize this file") and prints it. With
 --stages one more default ask runs under cProfile and the seconds of its stages are printed (STAGES: the pot's
-attention, the reranker, the judge, the decision, the writer's prefill and its decoded tokens, when it runs), so a slow first token says where
-its time went on this machine.
+attention, the reranker, the judge, the decision, the writer's prefill and its decoded tokens, when it runs), so a
+slow first token says where its time went on this machine.
 """
 
 from __future__ import annotations
