@@ -437,7 +437,8 @@ class DocumentService:
         kept = None if new else summary.stored_summary(self.library, stored, config)
         if kept is not None:
             stats.reused_summary = True
-            return iter([kept]), stats
+            stats.summary_parts = list(kept.get("parts") or [])
+            return iter([kept["summary"]]), stats
         pieces = summary.summary_pieces(self.library, stored, decoding, stats, config, on_part)
         return _then_freed(pieces), stats
 

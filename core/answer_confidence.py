@@ -92,9 +92,7 @@ def cover(sentence: str, question: str) -> float:
     return sum(holds_word(found, word) for word in words) / len(words)
 
 
-def rare_cover(
-    sentence: str, question: str, ranked: Sequence[str], held: Sequence[set[str]] | None = None
-) -> float:
+def rare_cover(sentence: str, question: str, ranked: Sequence[str], held: Sequence[set[str]] | None = None) -> float:
     """cover, each word weighed by log((n + 1) / (1 + the ranked sentences holding it)), n the ranked sentences.
     `held`: each ranked sentence's word_keys, when known."""
     words = _question_words(question)

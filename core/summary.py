@@ -1,4 +1,13 @@
-"""Summaries of a whole document longer than one pot: summarize what the pot ranks important, part by part.
+"""Summaries of a whole document: its outline, each part with what it says; a log's span, errors and incidents.
+
+The default ("outline") starts from the document's own structure (core callers pass its headings, each with the
+token it starts at: app.library.outline): the main parts in order, each with its lead sentence and the sentence
+of the part the pot's general catalyst ranks most important, its sections' titles, and for a story the names that
+recur. A document without headings is cut into equal parts; a log is summarized as a log (core.log_summary). A
+one-line overview, the model's when every content word of it is the opening's, leads. Nothing is written that the
+document does not say, and every point has its page or line.
+
+Before the outline style (kept as options, measured in benchmarks/devset/summaries.py):
 
 Asked to summarize a 4K pot of a 100K-token text at once, a small model writes gibberish: the pot is a mosaic
 of kept sentences. Instead the general catalyst (the CaP-G prompt the pot was distilled with) measures what
@@ -12,6 +21,7 @@ a first paragraph says what the whole document is, which scattered spans from it
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,7 +42,7 @@ from .evidence import (
 from .grounding import unsupported_words
 from .pot import Pot
 
-SUMMARY_STYLES = ("extractive", "written")
+SUMMARY_STYLES = ("outline", "extractive", "written")
 # A sentence that can be a main point: this many words at least (headings, table rows and page furniture are
 # shorter) and at most (a run-on table or listing is longer).
 _POINT_WORDS = (6, 60)
@@ -56,15 +66,29 @@ class SummaryConfig:
     # document's own sentences, from the places the pot ranks most important, in document order; nothing the
     # document does not say. "written": the model summarizes part by part and then the parts (it invents: a
     # "blog post about digital wallets" for the libtasn1 manual). Measured: benchmarks/devset/results/summaries.
-    style: str = "extractive"
+    # "outline" (the default: the module's docstring) reads no more than the catalyst's attention over the pot and
+    # the stored text.
+    style: str = "outline"
     # Main points of an extractive summary.
     points: int = 6
+    # Parts of an outline at most: a book's chapters, not its sections; smaller parts are folded into the one
+    # before them.
+    parts: int = 16
+    # Parts of a document without headings (equal stretches).
+    equal_parts: int = 6
+    # Section titles listed under a part at most.
+    sections: int = 8
 
     def __post_init__(self) -> None:
         if self.style not in SUMMARY_STYLES:
             raise ValueError(f"summary style must be one of {', '.join(SUMMARY_STYLES)}, got {self.style!r}")
         if self.points < 1:
             raise ValueError(f"a summary needs at least one main point, got {self.points}")
+        if self.parts < 2 or self.equal_parts < 1 or self.sections < 0:
+            raise ValueError(
+                f"an outline needs at least 2 parts and 1 equal part, and 0 or more sections a part, got "
+                f"{self.parts}, {self.equal_parts}, {self.sections}"
+            )
         if self.block_tokens < 64:
             raise ValueError(f"a summary block must hold at least 64 tokens, got {self.block_tokens}")
         if self.span_tokens < self.block_tokens:
@@ -147,6 +171,12 @@ def summarize_document(
     """
     if config.style == "extractive":
         yield from extractive_summary(engine, pot, document_tokens, fetch, config, decoding, stats, on_part, locate)
+        return
+    if config.style == "outline":  # without the document's headings (app.library.outline): its equal parts
+        if not document_tokens:
+            yield from engine.summarize(pot, decoding, stats)
+            return
+        yield outline_summary(engine, pot, document_tokens, fetch, [], config, decoding, locate, on_part=on_part)[0]
         return
     if holds_whole_document(pot):
         yield from engine.summarize(pot, decoding, stats)
@@ -289,3 +319,250 @@ def extractive_summary(
         ]
         text += "\n\nMain points:\n" + "\n".join(lines)
     yield text
+
+
+@dataclass(frozen=True)
+class OutlineEntry:
+    """A heading of the document: its level (1 the top), title and the first token of its line."""
+
+    level: int
+    title: str
+    token: int
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of an outline summary: its title, first token and place, what it says, and its sections."""
+
+    title: str
+    token: int
+    place: str
+    points: tuple[str, ...]
+    sections: tuple[str, ...] = ()
+
+    def as_json(self) -> dict:
+        """{"title", "page" or "line" (from the place), "token", "points", "sections"}."""
+        out: dict = {"title": self.title, "token": self.token}
+        unit, _, number = self.place.partition(" ")
+        if unit and number.replace(",", "").isdigit():
+            out["line" if unit == "line" else "page"] = int(number.replace(",", ""))
+        return out | {"points": list(self.points), "sections": list(self.sections)}
+
+
+def outline_parts(outline: list[OutlineEntry], document_tokens: int, most: int) -> list[tuple[OutlineEntry, int, list]]:
+    """The outline's main parts: (heading, end token, its sections' headings), in order. The top level, or the two
+    top levels when the top one has fewer than 3 headings and both fit `most`; past `most` parts, the shortest part
+    is folded into the one before it until they fit."""
+    if not outline:
+        return []
+    top = min(entry.level for entry in outline)
+    depth = top
+    if sum(e.level == top for e in outline) < 3 and sum(e.level <= top + 1 for e in outline) <= most:
+        depth = top + 1
+    heads = [entry for entry in outline if entry.level <= depth]
+    while len(heads) > most:
+        lengths = [
+            (heads[i + 1].token if i + 1 < len(heads) else document_tokens) - heads[i].token for i in range(len(heads))
+        ]
+        shortest = min(range(1, len(heads)), key=lambda i: lengths[i])
+        del heads[shortest]
+    parts = []
+    for index, head in enumerate(heads):
+        end = heads[index + 1].token if index + 1 < len(heads) else document_tokens
+        inside = [e for e in outline if head.token < e.token < end and e.level == min(depth + 1, e.level)]
+        parts.append((head, end, [e for e in inside if e.level > head.level]))
+    return parts
+
+
+def _after_heading(text: str) -> str:
+    """A part's text without its heading's line (the heading is the part's title already)."""
+    head, newline, rest = text.partition("\n")
+    return rest if newline and len(head.split()) <= 16 else text
+
+
+def _first_point(engine: Engine, fetch, start: int, end: int, skip: set[str], window: int = 384) -> str:
+    """The first statement-like sentence of the document's tokens [start, min(end, start + window)), its heading's
+    line left out."""
+    text = _after_heading(engine.tokenizer.decode(list(fetch(start, min(end, start + window)))))
+    return next((s for s in split_sentences(text) if is_point(s) and s not in skip), "")
+
+
+# Lower-case content words: what a part says about things; names recur in filler too ("Wim Jansen said that the
+# weather would change") and are listed on their own (recurring_names).
+_CONTENT_WORD = re.compile(r"\b[a-z][a-z'-]{2,}")
+# Words too common in any text to say what a part is about.
+_COMMON = frozenset(
+    """
+    the and that with this from have were they their there which would could should about into when what then them
+    than also been some more very only other such each will shall must your you are was for not but all any can
+    has had its one two she her his him our out who may see use used using when where while these those here
+    """.split()
+)
+
+
+def central_sentences(texts: list[str], skip: set[str]) -> list[str]:
+    """For each part's text, its statement-like sentence most central by the part's own words: the sum, over its
+    distinct content words, of how often the part uses each against how many parts use it (tf-idf), over the
+    square root of its length. A story's chapter is told by the sentence with its own names and things ("The
+    Kessring lifeboat, the Constance, went out three times before dawn."), not by the coast's weather."""
+    counts = []
+    for text in texts:
+        words: dict[str, int] = {}
+        for word in _CONTENT_WORD.findall(text):
+            if word not in _COMMON:
+                words[word] = words.get(word, 0) + 1
+        counts.append(words)
+    parts_using: dict[str, int] = {}
+    for words in counts:
+        for word in words:
+            parts_using[word] = parts_using.get(word, 0) + 1
+    n = len(texts)
+    chosen = []
+    for text, words in zip(texts, counts, strict=True):
+        best, best_score = "", 0.0
+        for sentence in split_sentences(text):
+            if not is_point(sentence) or sentence in skip:
+                continue
+            own = {w for w in _CONTENT_WORD.findall(sentence) if w not in _COMMON}
+            score = sum(words.get(w, 0) * math.log((n + 1) / parts_using.get(w, n)) for w in own)
+            score /= math.sqrt(len(sentence.split()))
+            if score > best_score:
+                best, best_score = sentence, score
+        chosen.append(best)
+    return chosen
+
+
+def _central_point(
+    engine: Engine, fetch, buckets: list[Bucket], start: int, end: int, skip: set[str], size: int
+) -> str:
+    """The first statement-like sentence of the part's bucket the catalyst's attention ranks best (after its
+    first bucket, which the lead point speaks for), widened to the sentences around it."""
+    for bucket in buckets:
+        first = bucket.index * size
+        if start + size <= first < end:
+            text = engine.tokenizer.decode(list(fetch(max(start, first - size), min(end, first + 2 * size))))
+            sentence = next((s for s in split_sentences(text) if is_point(s) and s not in skip), "")
+            if sentence:
+                return sentence
+    return ""
+
+
+# Tokens of a part read for its central sentence: a long chapter is judged by its first 6K tokens.
+CENTRAL_TOKENS = 6144
+# Headings of a book's apparatus, not of its matter: no part of a summary.
+_NAVIGATION = re.compile(r"(?i)\b(index|table of contents|contents|navigation|previous topic|next topic)\s*$")
+# Capitalised words at the start of a sentence or everywhere in prose: no names.
+_NOT_NAMES = frozenset(
+    """
+    The A An And But Or If In On At To Of For With By From As Then When While After Before She He It They We You I
+    His Her Its Their Our Your This That These Those There Here What Which Who Where Why How Chapter Part Book Mr
+    Mrs Ms Dr Sir Lady Lord Captain Master Director Yes No Not All Some One Two Three Now So Only Even Still
+    """.split()
+)
+
+
+def recurring_names(text: str, most: int = 8, least: int = 4) -> list[str]:
+    """The names (capitalised words and runs of them, never a sentence's first word) a text uses at least `least`
+    times, most used first: the people, places and things a story is about."""
+    counts: dict[str, int] = {}
+    for sentence in re.split(r"(?<=[.!?])\s+|(?<=[.!?][\"”’])\s+|\n\s*\n", text):
+        words = re.findall(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", sentence)
+        first = sentence.lstrip("\"“'‘ ")
+        for name in words:
+            parts = [w for w in name.split() if w not in _NOT_NAMES]
+            if not parts or first.startswith(name) and len(name.split()) == 1:
+                continue
+            key = " ".join(parts)
+            counts[key] = counts.get(key, 0) + 1
+    # A single word counts its uses inside longer names too ("Marlowe" in "Ida Marlowe").
+    ranked = sorted((n for n, c in counts.items() if c >= least), key=lambda n: (-counts[n], n))
+    chosen: list[str] = []
+    for name in ranked:
+        if not any(name in other.split() or other in name.split() for other in chosen):
+            chosen.append(name)
+        if len(chosen) == most:
+            break
+    return chosen
+
+
+def outline_summary(
+    engine: Engine,
+    pot: Pot,
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    outline: list[OutlineEntry],
+    config: SummaryConfig,
+    decoding: DecodingConfig,
+    locate: Callable[[int], str] | None = None,
+    log_lines: list[str] | None = None,
+    line_tokens: dict[int, int] | None = None,
+    on_part: Callable[[int, int], None] | None = None,
+) -> tuple[str, list[Part]]:
+    """The summary text and its parts (the module's docstring). `outline`: the document's headings in order;
+    `log_lines`: the document's lines when it is a log (summarized as one), and `line_tokens` the first token of
+    each line (by its number); `locate(token)`: a token's place. `on_part` is called with (1, 2) before the
+    overview and (2, 2) before the parts."""
+    from .log_summary import log_summary_text, summarize_log
+
+    if log_lines is not None and (log := summarize_log(log_lines)) is not None:
+        text, parts = log_summary_text(log)
+        tokens = line_tokens or {}
+        return text, [
+            Part(p["title"], tokens.get(p["line"], 0), f"line {p['line']}", tuple(p["points"])) for p in parts
+        ]
+    locate = locate or (lambda token: "")
+    if on_part is not None:
+        on_part(1, 2)
+    opening = list(fetch(0, min(config.opening_tokens, document_tokens))) if document_tokens else []
+    lead = checked_lead(engine, opening, config.lead_question, part_decoding_for(config, decoding)) if opening else ""
+    if on_part is not None:
+        on_part(2, 2)
+    size = config.spans().bucket_tokens
+    if holds_whole_document(pot):
+        buckets = [Bucket(i, 1.0, i * size) for i in range(-(-document_tokens // size))]
+    else:
+        until = verbatim_tail_start(pot)  # the attention favours the pot's verbatim tail whatever it is asked
+        buckets = attention_ranking(engine, pot, engine.catalyst_ids, [], document_tokens, config.spans(), until)
+    chosen = outline_parts([e for e in outline if not _NAVIGATION.search(e.title)], document_tokens, config.parts)
+    chapters = bool(chosen) and all(re.match(r"(?i)(chapter|part|book)\b", head.title) for head, _, _ in chosen)
+    if len(chosen) < 2:
+        step = max(1, -(-document_tokens // config.equal_parts))
+        chosen = [
+            (OutlineEntry(1, f"Part {k + 1} of {config.equal_parts}", start), min(document_tokens, start + step), [])
+            for k, start in enumerate(range(0, document_tokens, step))
+        ]
+        chapters = True  # a text without headings is read as a story is: its stretches and its names
+    seen = {lead}
+    firsts = [_first_point(engine, fetch, head.token, end, seen) for head, end, _ in chosen]
+    seen |= set(firsts)
+    # The part's own words pick its central sentence (over at most CENTRAL_TOKENS of it); where they find none,
+    # the sentence the pot's catalyst ranks best.
+    texts = [
+        _after_heading(engine.tokenizer.decode(list(fetch(head.token, min(end, head.token + CENTRAL_TOKENS)))))
+        for head, end, _ in chosen
+    ]
+    centrals = central_sentences(texts, seen)
+    parts: list[Part] = []
+    for (head, end, sections), first, central in zip(chosen, firsts, centrals, strict=True):
+        if not central:
+            central = _central_point(engine, fetch, buckets, head.token, end, seen, size)
+        points = [first] if first else []
+        if central and not (first and (central in first or first in central)):
+            points.append(central)
+        seen.update(points)
+        titles = tuple(section.title for section in sections[: config.sections])
+        parts.append(Part(head.title, head.token, locate(head.token), tuple(points), titles))
+    text = lead
+    lines = []
+    for part in parts:
+        where = f" ({part.place})" if part.place else ""
+        lines.append(f"- {part.title}{where}: {' '.join(part.points)}".rstrip(": "))
+        if part.sections:
+            lines.append(f"  Sections: {'; '.join(part.sections)}")
+    text += "\n\nOutline:\n" + "\n".join(lines)
+    if chapters:
+        body = engine.tokenizer.decode(list(fetch(0, document_tokens)), skip_special_tokens=True)
+        names = recurring_names(body)
+        if names:
+            text += f"\n\nNames that recur: {', '.join(names)}."
+    return text.strip(), parts

@@ -17,6 +17,8 @@ _HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
 _WHITESPACE = re.compile(r"\s+")
 # A definition's description is indented under its term by this much per level (reference pages nest them).
 _DEFINITION_INDENT = "    "
+# Preformatted text (<pre>) is indented by this much, as Markdown indents code.
+_CODE_INDENT = "    "
 
 # html.parser keeps an unfinished tag or comment in memory until it ends; a file
 # that never closes one would otherwise be buffered whole.
@@ -30,7 +32,8 @@ class MalformedMarkup(Exception):
 class HtmlTextExtractor(HTMLParser):
     """Turns HTML into lines: block elements break lines, headings get '#', list items '- ',
     table cells are joined with ' | ', scripts/styles/head are skipped, <pre> keeps its layout, and
-    a definition's description (<dd>) is indented under its term (<dt>), as a manual page writes it.
+    a definition's description (<dd>) is indented under its term (<dt>), as a manual page writes it, and
+    preformatted code four spaces, as Markdown writes it (a "# comment" in it is no heading).
 
     Call ``feed`` with decoded text, then ``pop`` to collect ``(text, ends_line)`` pairs;
     a line longer than MAX_SEGMENT_CHARS comes out as several pieces with ends_line False.
@@ -158,7 +161,8 @@ class HtmlTextExtractor(HTMLParser):
             text = text.lstrip()
         if text or self._continuing or keep_empty:
             if text and not self._continuing:
-                text = _DEFINITION_INDENT * self._definitions + self._prefix + text
+                code = _CODE_INDENT if self._pre_depth else ""
+                text = _DEFINITION_INDENT * self._definitions + code + self._prefix + text
                 self._prefix = ""
             self._out.append((text, True))
         self._continuing = False

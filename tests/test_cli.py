@@ -32,7 +32,8 @@ def test_read_ask_summarize_json_contract(capsys, tiny_model_dir, document):
     expect_one_line_error(capsys, question + ["--focus", "2"], "focus")
 
     summary = run_json(capsys, ["summarize", first["doc_id"], "--max-new-tokens", "5", "--json"])
-    assert {"summary", "seconds"} <= summary.keys()
+    assert {"summary", "seconds", "parts"} <= summary.keys()
+    assert summary["parts"] and all({"title", "line", "points"} <= part.keys() for part in summary["parts"])
 
 
 def test_a_copy_under_another_name_keeps_the_librarys_name_and_says_so(capsys, tiny_model_dir, document):

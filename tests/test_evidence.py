@@ -459,7 +459,9 @@ def test_an_extractive_summary_leads_with_the_opening_and_quotes_one_point_per_p
     document = planted_document(900, at=500)
     pot = engine.read([document])
     lengths = record_cache_lengths(engine.model)
-    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, points=3)
+    config = SummaryConfig(
+        span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, points=3, style="extractive"
+    )
     calls = []
     text = "".join(
         summarize_document(

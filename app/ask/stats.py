@@ -16,6 +16,8 @@ class AskStats(AnswerStats):
     answer_from: str = ""  # the answer mode (ask.modes)
     evidence_tokens: int = 0  # document tokens read verbatim into the answer's context (mode `evidence`)
     reused_summary: bool = False  # the stored summary was given (nothing was generated)
+    # A summary's outline: {"title", "page" or "line", "token", "points", "sections"} per part (core.summary.Part).
+    summary_parts: list[dict] = field(default_factory=list)
     evidence_seconds: float = 0.0  # ranking and reading the evidence spans, before the answer's prefill
     # False when the answer says the document does not hold the answer (core.grounded_answer).
     answerable: bool = True

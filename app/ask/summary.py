@@ -10,10 +10,12 @@ from infinipot.app.ask.citing import page_label
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.library.documents import DocumentNotFound, require_document, stored_token_ids
 from infinipot.app.library.home import Library
+from infinipot.app.library.outline import document_outline, text_lines
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
 from infinipot.core.decoding import DecodingConfig
-from infinipot.core.summary import SummaryConfig, summarize_document
+from infinipot.core.log_summary import is_log
+from infinipot.core.summary import OutlineEntry, SummaryConfig, outline_summary, summarize_document
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 from infinipot.storage.errors import describe_write_error
@@ -21,16 +23,16 @@ from infinipot.storage.errors import describe_write_error
 
 # What made a stored summary: one made another way (an older method, or another style) is made anew, not served.
 def summary_method(config: SummaryConfig) -> str:
-    return f"{config.style}-2"
+    return f"{config.style}-{3 if config.style == 'outline' else 2}"
 
 
-def stored_summary(library: Library, stored: StoredPot, config: SummaryConfig) -> str | None:
-    """The summary kept for this pot and made by this method (a pot read again, another pot, or a summary made
-    by an older method has none yet)."""
+def stored_summary(library: Library, stored: StoredPot, config: SummaryConfig) -> dict | None:
+    """The summary kept for this pot and made by this method ({"summary", "parts", ...}; a pot read again, another
+    pot, or a summary made by an older method has none yet)."""
     kept = library.files.load_summary(stored.doc_id)
     if not kept or kept.get("pot_id") != stored.record.id or kept.get("method") != summary_method(config):
         return None
-    return kept["summary"]
+    return kept
 
 
 def place_labeller(library: Library, stored: StoredPot) -> Callable[[int], str]:
@@ -70,11 +72,17 @@ def summary_pieces(
         total, fetch = 0, (lambda start, end: [])
     text = []
     locate = place_labeller(library, stored)
-    pieces = summarize_document(stored.engine, stored.pot, total, fetch, config, decoding, stats, on_part, locate)
-    for piece in pieces:
-        text.append(piece)
-        yield piece
-    summary = "".join(text).strip()
+    if config.style == "outline" and total:
+        made = outline_pieces(library, stored, document, path, total, fetch, config, decoding, locate, on_part)
+        summary, parts = made
+        stats.summary_parts = [part.as_json() for part in parts]
+        yield summary
+    else:
+        pieces = summarize_document(stored.engine, stored.pot, total, fetch, config, decoding, stats, on_part, locate)
+        for piece in pieces:
+            text.append(piece)
+            yield piece
+        summary = "".join(text).strip()
     seconds = round(time.perf_counter() - started, 3)
     if library.store.read_only:
         stats.warnings.append(f"the data folder {library.home} is read-only, so this summary is not kept")
@@ -82,7 +90,38 @@ def summary_pieces(
     try:
         library.files.save_summary(
             stored.doc_id,
-            {"pot_id": stored.record.id, "summary": summary, "seconds": seconds, "method": summary_method(config)},
+            {
+                "pot_id": stored.record.id,
+                "summary": summary,
+                "parts": stats.summary_parts,
+                "seconds": seconds,
+                "method": summary_method(config),
+            },
         )
     except OSError as exc:
         stats.warnings.append(describe_write_error(exc, "keeping the summary", "summarize again to keep one"))
+
+
+def outline_pieces(library, stored, document, path, total, fetch, config, decoding, locate, on_part=None):
+    """The outline summary's text and parts: the document's headings (app.library.outline), and its lines when it
+    is a log."""
+    engine = stored.engine
+    try:
+        location_map = TokenLocationMap.load(library.store.location_map_path(stored.doc_id))
+    except IngestError:
+        location_map = None
+    outline, log_lines, line_tokens = [], None, None
+    if location_map is not None:
+        lines = text_lines(path, location_map, engine.tokenizer)
+        sections = document_outline(library.files, document, path, location_map, engine.tokenizer, lines)
+        outline = [OutlineEntry(section.level, section.title, section.token) for section in sections]
+        unpaged = [line for line in lines if line.location.page is None and line.location.line]
+        texts = [""] * max((line.location.line for line in unpaged), default=0)  # by line number, blanks too
+        for line in unpaged:
+            texts[line.location.line - 1] = line.text
+        if is_log(texts):
+            log_lines = texts
+            line_tokens = {line.location.line: line.token for line in unpaged}
+    return outline_summary(
+        engine, stored.pot, total, fetch, outline, config, decoding, locate, log_lines, line_tokens, on_part
+    )

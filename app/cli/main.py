@@ -392,6 +392,7 @@ def _run(args: argparse.Namespace) -> int:
         result = {key: "".join(text).strip(), "seconds": round(seconds, 3)}
         if args.command == "summarize":
             result["reused"] = stats.reused_summary
+            result["parts"] = stats.summary_parts
         if args.command == "ask":
             first = stats.first_token_seconds
             result.update(

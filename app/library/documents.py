@@ -46,12 +46,16 @@ class DocumentFiles:
     def summary(self, doc_id: str) -> Path:
         return self.home / "summaries" / f"{doc_id}.json"
 
+    def outline(self, doc_id: str) -> Path:
+        return self.home / "outlines" / f"{doc_id}.json"
+
     def all(self, doc_id: str) -> list[Path]:
         """Every existing app file of the document."""
         upload = self.upload_folder(doc_id)
         uploads = [p for p in upload.rglob("*") if p.is_file()] if upload.is_dir() else []
         tokens = list((self.home / "ui" / "tokens").glob(f"{doc_id}.*"))
-        return [p for p in [*tokens, self.read_log(doc_id), self.summary(doc_id), *uploads] if p.is_file()]
+        kept = [self.read_log(doc_id), self.summary(doc_id), self.outline(doc_id)]
+        return [p for p in [*tokens, *kept, *uploads] if p.is_file()]
 
     def disk_bytes(self, doc_id: str) -> int:
         return sum(_size(path) for path in self.all(doc_id))
@@ -76,6 +80,12 @@ class DocumentFiles:
 
     def load_summary(self, doc_id: str) -> dict | None:
         return _load_json(self.summary(doc_id))
+
+    def save_outline(self, doc_id: str, outline: dict) -> None:
+        _save_json(self.outline(doc_id), outline)
+
+    def load_outline(self, doc_id: str) -> dict | None:
+        return _load_json(self.outline(doc_id))
 
 
 def _save_json(path: Path, data: dict) -> None:

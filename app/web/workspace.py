@@ -427,6 +427,7 @@ class Workspace:
                 "answer_from": (m["meta"] or {}).get("answer_from"),
                 "stopped": bool((m["meta"] or {}).get("stopped")),
                 "answerable": (m["meta"] or {}).get("answerable", True) is not False,
+                "parts": (m["meta"] or {}).get("parts", []),
             }
             for m in self.service.messages(conversation_id)
         ]
@@ -451,13 +452,22 @@ class Workspace:
         return self._summary_updates(self._ready(doc_id), decoding, new)
 
     def record_summary(
-        self, doc_id: str, summary: str, conversation_id: int | None, note: str, stopped: bool = False
+        self,
+        doc_id: str,
+        summary: str,
+        conversation_id: int | None,
+        note: str,
+        stopped: bool = False,
+        parts: list[dict] | None = None,
     ) -> int | None:
         """Keep a summary in the conversation, like an answer (a stopped one as far as it got, marked so, and not
-        as the document's summary); None when the data folder is read-only or the document is gone."""
+        as the document's summary), with its outline's `parts`; None when the data folder is read-only or the
+        document is gone."""
         if self.service.store.read_only:
             return None
         meta = {"note": note, "stopped": True} if stopped else {"note": note}
+        if parts:
+            meta["parts"] = parts
         try:
             return self.service.record_summary(doc_id, SUMMARY_REQUEST, summary, conversation_id, meta)
         except STORE_GONE:
@@ -527,6 +537,7 @@ class Workspace:
                         getattr(pieces, "close", lambda: None)()  # a new summary ends unstored
                         return
                     updates.put(("piece", piece))
+                updates.put(("parts", stats.summary_parts))
                 updates.put(("done", _summary_note(stats.reused_summary, parts, time.perf_counter() - started)))
             except _SummaryStopped:
                 pass

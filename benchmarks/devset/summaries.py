@@ -1,16 +1,18 @@
-"""Summaries without inventions, measured: each document summarized in each style, with the content words of the
-summary (names, numbers, nouns: core.grounding.content_words) that the document's text does not hold (its own
-frame aside: the "Main points:" header and the "(page 3)" / "(line 120)" locations of the points).
+"""Summaries measured: which of the topics a person would name each one covers, the words it does not take from
+the document, and its seconds.
 
     python -m benchmarks.devset.summaries [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
-        [--extra /usr/share/common-licenses/GPL-3] [--styles extractive,written] [--threads 2]
-        [--out benchmarks/devset/results/summaries]
+        [--styles outline,extractive] [--threads 2] [--out benchmarks/devset/results/summaries]
 
-Documents: the development set's libtasn1 manual, shared-mime-info spec and story, plus --extra files (the GPL-3
-text that Debian's base-files installs). Each is read into a stored pot under --home (reused when there), then
-summarized anew (DocumentService.summarize(new=True)) in each style. <out>/summaries.jsonl gets one record per
-(document, style): the summary verbatim, seconds, and the unsupported words; <out>/report.md a table and every
-summary.
+Documents and topics: summary_topics.jsonl, 5-8 topics for each of ten development documents (two PDF manuals, a
+story, two logs, a licence, a Word file, an HTML reference page, an EPUB book, release notes), written by someone
+who read only the documents, before the outline summaries were built. A topic is covered when the summary holds
+one of its phrases as whole words (score.contains: case, punctuation and whitespace aside). Unsupported words:
+the summary's content words (core.grounding.content_words) that the document's text lacks, its own frame aside
+(the "Outline:", "Main points:", "Sections:", "Errors and warnings:" headers, "(page 3)" / "(line 120)" places,
+and a log summary's counts). Each document is read into a stored pot under --home (reused when there), then
+summarized anew in each style (DocumentService.summarize(new=True)). <out>/summaries.jsonl gets one record per
+(document, style); <out>/report.md the coverage table and every summary.
 """
 
 from __future__ import annotations
@@ -23,28 +25,48 @@ from pathlib import Path
 
 from .doctext import DocText
 from .documents import DEFAULT_DIR, document_path
+from .run_modes import read_jsonl
+from .score import contains
 
 RESULTS = Path(__file__).parent / "results" / "summaries"
-DOCUMENTS = ("libtasn1", "mime-spec", "story")
+TOPICS = Path(__file__).with_name("summary_topics.jsonl")
 
-
-# The summary's own frame, not claims about the document: the points' header and their locations.
-_FRAME = re.compile(r"^Main points:$|\((?:page|line|chapter) [\d,]+\)", re.MULTILINE)
+# The summary's own frame, not claims about the document.
+_FRAME = re.compile(
+    r"^(?:Main points|Outline|Errors and warnings|Incidents in time order):$|^\s*Sections:|Names that recur:"
+    r"|\((?:page|line|chapter) [\d,]+\)|\b(?:Part \d+ of \d+)\b"
+    r"|A log of [\d,]+ timestamped lines from|\b\d+ (?:times|h|min)\b|\b(?:ERROR|WARN|INFO|DEBUG)\b"
+    r"|warning or error lines?|Most lines come from|\blines? [\d,]+(?:-[\d,]+)?|\.\.\. and \d+ more distinct"
+    r" warnings and errors",
+    re.MULTILINE,
+)
 
 
 def said(summary: str) -> str:
-    """What a summary says about the document: without its "Main points:" header and "(page 3)" locations."""
+    """What a summary says about the document: without its frame (headers, places, a log summary's counts)."""
     return _FRAME.sub(" ", summary)
+
+
+def load_topics(path: Path = TOPICS) -> dict[str, list[dict]]:
+    topics: dict[str, list[dict]] = {}
+    for topic in read_jsonl(path):
+        topics.setdefault(topic["document"], []).append(topic)
+    return topics
+
+
+def covered(summary: str, topics: list[dict]) -> list[bool]:
+    """Whether the summary holds one of each topic's phrases, as whole words."""
+    return [any(contains(summary, phrase) for phrase in topic["any_of"]) for topic in topics]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--home", type=Path, default=Path("/tmp/ip-home-dev"))
-    parser.add_argument("--extra", type=Path, nargs="*", default=[Path("/usr/share/common-licenses/GPL-3")])
-    parser.add_argument("--styles", default="extractive,written")
+    parser.add_argument("--styles", default="outline,extractive")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--note", default="", help="added to each record's label")
     args = parser.parse_args()
 
     import torch
@@ -57,46 +79,78 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     service = DocumentService(args.home, device="cpu")
-    paths = [document_path(args.docs, key) for key in DOCUMENTS] + list(args.extra)
+    topics = load_topics()
     records = []
-    for path in paths:
+    for key, wanted in topics.items():
+        path = document_path(args.docs, key)
         doc_id = service.read(path, PotConfig()).doc_id
         text = DocText.load(path).text
         for style in [s for s in args.styles.split(",") if s]:
             began = time.perf_counter()
-            pieces, _ = service.summarize(doc_id, new=True, config=SummaryConfig(style=style))
+            pieces, stats = service.summarize(doc_id, new=True, config=SummaryConfig(style=style))
             summary = "".join(pieces).strip()
             seconds = round(time.perf_counter() - began, 1)
             missing = unsupported_words(said(summary), [text])
+            hits = covered(summary, wanted)
             record = {
-                "document": path.name,
-                "style": style,
+                "run": style + (f", {args.note}" if args.note else ""),
+                "document": key,
                 "summary": summary,
+                "parts": getattr(stats, "summary_parts", []),
                 "seconds": seconds,
                 "content_words": len(content_words(summary)),
                 "unsupported": missing,
+                "covered": [t["topic"] for t, hit in zip(wanted, hits, strict=True) if hit],
+                "missed": [t["topic"] for t, hit in zip(wanted, hits, strict=True) if not hit],
             }
             records.append(record)
             with open(args.out / "summaries.jsonl", "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            print(f"{path.name} {style}: {seconds} s, {len(missing)} unsupported {missing}", flush=True)
+            print(f"{key} {style}: {sum(hits)}/{len(hits)} topics, {seconds} s, {len(missing)} unsupported {missing}")
+    report(args.out)
+
+
+def report(out: Path) -> str:
+    """report.md from every record in summaries.jsonl that has topics (the latest record per run and document)."""
+    latest: dict[tuple[str, str], dict] = {}
+    for record in read_jsonl(out / "summaries.jsonl"):
+        if "covered" in record:
+            latest[(record["run"], record["document"])] = record
+    runs = list(dict.fromkeys(run for run, _ in latest))
     lines = [
-        "# Summaries and the words they do not take from the document",
+        "# Summaries: the topics a person would name, and the words not taken from the document",
         "",
-        "| document | style | seconds | content words | unsupported words |",
-        "|---|---|---:|---:|---|",
+        "Written by `python -m benchmarks.devset.summaries` (topics: `benchmarks/devset/summary_topics.jsonl`).",
+        "",
+        "| run | topics covered | unsupported words | median seconds | per document (covered / topics, seconds) |",
+        "|---|---:|---:|---:|---|",
     ]
-    for r in records:
-        shown = ", ".join(r["unsupported"]) or "-"
-        lines.append(
-            f"| {r['document']} | {r['style']} | {r['seconds']} | {r['content_words']} | "
-            f"{len(r['unsupported'])}: {shown} |"
+    for run in runs:
+        mine = [r for (name, _), r in latest.items() if name == run]
+        hit = sum(len(r["covered"]) for r in mine)
+        total = hit + sum(len(r["missed"]) for r in mine)
+        unsupported = sum(len(r["unsupported"]) for r in mine)
+        seconds = sorted(r["seconds"] for r in mine)
+        median = seconds[len(seconds) // 2] if seconds else None
+        per = ", ".join(
+            f"{r['document']} {len(r['covered'])}/{len(r['covered']) + len(r['missed'])} ({r['seconds']} s)"
+            for r in mine
         )
+        lines.append(f"| {run} | {hit}/{total} ({100 * hit / max(total, 1):.0f}%) | {unsupported} | {median} | {per} |")
     lines += ["", "## The summaries", ""]
-    for r in records:
-        lines += [f"### {r['document']} ({r['style']}, {r['seconds']} s)", "", r["summary"], ""]
-    (args.out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines[: 4 + len(records)]))
+    for (run, key), r in latest.items():
+        lines += [
+            f"### {key} ({run}, {r['seconds']} s): {len(r['covered'])} topics covered",
+            "",
+            f"Missed: {'; '.join(r['missed']) or '-'}. Unsupported words: {', '.join(r['unsupported']) or '-'}.",
+            "",
+            r["summary"],
+            "",
+        ]
+    text = "\n".join(lines) + "\n"
+    (out / "report.md").write_text(text, encoding="utf-8")
+    print("\n".join(lines[: 6 + len(runs)]))
+    return text
 
 
 if __name__ == "__main__":

@@ -95,8 +95,8 @@ def test_html_keeps_structure_and_drops_head_scripts_and_styles(fixtures_dir):
         "- Item two\n",
         "Name | Value\n",
         "alpha | 1\n",
-        "def f():\n",
-        "    return 1\n",
+        "    def f():\n",
+        "        return 1\n",
     ]
 
 

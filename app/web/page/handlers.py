@@ -106,9 +106,12 @@ def conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
 
 
 def _chat(messages: list[dict]) -> list[dict]:
-    """Workspace messages as Chatbot messages, answers with their sources (app/ui/sources.py)."""
+    """Workspace messages as Chatbot messages, answers with their sources and summaries with their outline
+    (app/web/page/sources.py)."""
     return [
-        sources.chat_message(
+        sources.outline_message(m["content"], m["parts"], m.get("stopped", False))
+        if m.get("parts")
+        else sources.chat_message(
             m["role"], m["content"], m.get("citations"), m.get("stopped", False), m.get("answerable", True)
         )
         for m in messages
@@ -533,7 +536,7 @@ class Handlers:
         def shown(text: str) -> list[dict]:  # a new list per update: the page gets each state of the stream
             return [*earlier, {"role": "assistant", "content": text}]
 
-        text, note, conversation_id = "", None, None
+        text, note, conversation_id, parts = "", None, None, []
         try:
             updates = self.ws.summarize(turn.doc_id, answers_from_values(answer), new)
             for kind, value in updates:
@@ -545,12 +548,14 @@ class Handlers:
                     yield "", shown(text), chat, gr.skip()
                 elif kind == "status":
                     yield "", shown(text or _stage(value)), chat, gr.skip()
+                elif kind == "parts":
+                    parts = value
                 elif kind == "done":
                     note = value
             if note is None:  # stopped: the finally below keeps it
                 return
             summary = text.strip() or "(the model gave an empty summary)"
-            conversation_id = self.ws.record_summary(turn.doc_id, summary, turn.conversation_id, note)
+            conversation_id = self.ws.record_summary(turn.doc_id, summary, turn.conversation_id, note, parts=parts)
         except USER_ERRORS as exc:
             note = ""
             yield (
@@ -567,7 +572,8 @@ class Handlers:
                 )
             self.ws.turns.finish(turn_id, conversation_id)
         if conversation_id is None:  # not stored (a read-only data folder): shown as written
-            yield note, shown(summary), self._chat_state(turn.doc_id, turn.conversation_id), gr.skip()
+            message = sources.outline_message(summary, parts) if parts else {"role": "assistant", "content": summary}
+            yield note, [*earlier, message], self._chat_state(turn.doc_id, turn.conversation_id), gr.skip()
             return
         yield note, *self._stored_chat(turn.doc_id, conversation_id)
 

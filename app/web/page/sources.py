@@ -19,6 +19,8 @@ QUOTE_CHARS = 360  # a quote longer than this is cut at a word, with an ellipsis
 # The sentence an answer came from is quoted whole up to this length (a PDF's run-on table row can be longer).
 WHOLE_QUOTE_CHARS = 600
 HOVER_CHARS = 600
+# A part of a summary's outline is named by its title up to this many characters (and its page or line).
+OUTLINE_LABEL_CHARS = 60
 _MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
 _WORDS = re.compile(r"[^\W_]+")
 
@@ -132,6 +134,20 @@ def chat_message(
         "content": f"{content}\n\n*{line}*" + (f"\n\n{quoted}" if quoted else ""),
         "options": [{"value": source_value(c, content), "label": source_label(c)} for c in citations],
     }
+
+
+def outline_message(content: str, parts: list[dict], stopped: bool = False) -> dict:
+    """A summary's Chatbot message: its text, and its outline as one option per part ("2 ASN.1 structure handling
+    · page 5"), each opening the document at the part's first token, as a source does, marking its first point."""
+    if stopped:
+        content = (content or "").rstrip() + STOPPED_MARK
+    options = []
+    for part in parts:
+        place = f"page {part['page']:,}" if part.get("page") else (f"line {part['line']:,}" if part.get("line") else "")
+        label = shortened(part["title"], OUTLINE_LABEL_CHARS) + (f" · {place}" if place else "")
+        value = {"token": int(part.get("token") or 0), "quote": shortened((part.get("points") or [""])[0], 200)}
+        options.append({"value": json.dumps(value), "label": label})
+    return {"role": "assistant", "content": content, "options": options}
 
 
 def one_per_place(citations: list[dict]) -> list[dict]:
