@@ -148,8 +148,7 @@ def test_a_passage_that_begins_inside_a_hyphenated_word_starts_at_its_line():
 
 def test_a_bullet_is_no_term_and_syslog_lines_and_table_rows_are_units_of_their_own():
     bullets = (
-        "       •   Type=oneshot is the implied default if neither Type= nor ExecStart= are\n"
-        "           specified.\n"
+        "       •   Type=oneshot is the implied default if neither Type= nor ExecStart= are\n           specified.\n"
     )
     assert [e.lead for e in entries(bullets)] == [""]
     assert split_sentences(bullets) == [
