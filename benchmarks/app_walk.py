@@ -844,7 +844,7 @@ def item13_trusted_answers(walk: Walk) -> None:
     walk.press("Summarize this file")
     summary = wait_stable(
         walk.chat,
-        lambda text: "Main points" in text and not walk.busy("#ip-chat"),
+        lambda text: "Outline" in text and not walk.busy("#ip-chat"),
         "the summary",
         settle=5,
         timeout=ANSWER_SECONDS,
@@ -891,6 +891,37 @@ def item15_follow_up_after_not_found(walk: Walk) -> None:
     chat_in_turns(walk, STORY, STORY_QUESTIONS, "item15-story-chat", caption)
 
 
+def item16_summary_outline(walk: Walk) -> None:
+    """Issue 54: "Summarize this file" on libtasn1.pdf and on the development log, each with its outline; a part of
+    the outline clicked opens the document at its place."""
+    for name, shot in ((PDF, "item16-summary-pdf"), (LOG, "item16-summary-log")):
+        walk.chat_about(name)
+        walk.press("Summarize this file")
+        summary = wait_stable(
+            walk.chat,
+            lambda text: ("Outline" in text or "Errors and warnings" in text) and not walk.busy("#ip-chat"),
+            "the summary",
+            settle=3,
+            timeout=ANSWER_SECONDS,
+        )
+        walk.log.text(f"summary of {name}", summary, limit=6000)
+        with expanded_chat(walk):
+            walk.element_shot("#ip-chat", shot, f"the summary of {name} with its outline to click")
+    walk.chat_about(PDF)
+    walk.press("Summarize this file")  # the stored one, at once
+    part = wait_for(
+        lambda: next(b for b in walk.driver.find_elements(By.CSS_SELECTOR, "#ip-chat button") if "Utilities" in b.text),
+        "the outline's part 3 Utilities",
+        120,
+    )
+    walk.log.line(f"    clicking the outline's part: {part.text.strip()!r}")
+    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", part)
+    part.click()
+    wait_for(lambda: "starts at" in walk.driver.find_element(By.TAG_NAME, "body").text, "the part's place", 120)
+    time.sleep(2)
+    walk.shot("item16-part-opened", "what a part of the outline opens: the document at its place", full=True)
+
+
 ITEMS: dict[int, Callable[[Walk], None]] = {
     10: item10_first_screen,
     2: item02_research_words,
@@ -907,6 +938,7 @@ ITEMS: dict[int, Callable[[Walk], None]] = {
     13: item13_trusted_answers,
     14: item14_log_follow_up,
     15: item15_follow_up_after_not_found,
+    16: item16_summary_outline,
 }  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
 
 

@@ -76,8 +76,8 @@ class SummaryConfig:
     parts: int = 16
     # Parts of a document without headings (equal stretches).
     equal_parts: int = 6
-    # Section titles listed under a part at most.
-    sections: int = 8
+    # Section titles listed under a part at most (a specification's "Unified system" has 17).
+    sections: int = 16
 
     def __post_init__(self) -> None:
         if self.style not in SUMMARY_STYLES:

@@ -266,20 +266,22 @@ def stored_summary(workspace, doc_id):
     return workspace.service.library.files.load_summary(doc_id)["summary"]
 
 
-def test_an_extractive_summary_quotes_the_documents_sentences_with_lines_and_an_older_one_is_not_served(
+def test_an_outline_summary_quotes_the_documents_sentences_with_lines_and_an_older_one_is_not_served(
     workspace,
 ):
     service, doc_id = workspace.service, workspace.doc_ids[0]
     document = service.source_path(doc_id).read_text(encoding="utf-8")
     pieces, stats = service.summarize(doc_id, new=True)
     summary = "".join(pieces)
-    lead, _, points = summary.partition("\n\nMain points:\n")
-    assert points, summary
-    for point in points.splitlines():  # "- <a sentence of the document> (line N)"
-        sentence, line = re.fullmatch(r"- (.*) \(line (\d+)\)", point).groups()
-        assert " ".join(sentence.split()) in " ".join(document.split())
+    lead, _, outline = summary.partition("\n\nOutline:\n")
+    assert outline and stats.summary_parts, summary
+    flat = " ".join(document.split())
+    points = [point for part in stats.summary_parts for point in part["points"]]
+    assert points and all(" ".join(point.split()) in flat for point in points)  # the document's own sentences
+    for part in stats.summary_parts:  # each listed with its line: "- <part> (line N): <its points>"
+        assert f"- {part['title']} (line {part['line']:,})" in outline
     kept = service.library.files.load_summary(doc_id)
-    assert kept["method"] == "extractive-2" and kept["summary"] == summary.strip()
+    assert kept["method"] == "outline-3" and kept["summary"] == summary.strip() and kept["parts"] == stats.summary_parts
     # A summary stored by another method (an older one, or written part by part) is made anew, not served.
     service.library.files.save_summary(doc_id, {**kept, "method": "written-1", "summary": "an old summary"})
     pieces, stats = service.summarize(doc_id)

@@ -10,9 +10,10 @@ who read only the documents, before the outline summaries were built. A topic is
 one of its phrases as whole words (score.contains: case, punctuation and whitespace aside). Unsupported words:
 the summary's content words (core.grounding.content_words) that the document's text lacks, its own frame aside
 (the "Outline:", "Main points:", "Sections:", "Errors and warnings:" headers, "(page 3)" / "(line 120)" places,
-and a log summary's counts). Each document is read into a stored pot under --home (reused when there), then
-summarized anew in each style (DocumentService.summarize(new=True)). <out>/summaries.jsonl gets one record per
-(document, style); <out>/report.md the coverage table and every summary.
+and a log summary's counts: "194 INFO", "api-gateway (128)", "3 times"). Each document is read into a stored pot
+under --home (reused when there), then summarized anew in each style (DocumentService.summarize(new=True)); a
+PDF's bookmarks count as its words. <out>/summaries.jsonl gets one record per (document, style); <out>/report.md
+the coverage table and every summary.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ TOPICS = Path(__file__).with_name("summary_topics.jsonl")
 _FRAME = re.compile(
     r"^(?:Main points|Outline|Errors and warnings|Incidents in time order):$|^\s*Sections:|Names that recur:"
     r"|\((?:page|line|chapter) [\d,]+\)|\b(?:Part \d+ of \d+)\b"
-    r"|A log of [\d,]+ timestamped lines from|\b\d+ (?:times|h|min)\b|\b(?:ERROR|WARN|INFO|DEBUG)\b"
+    r"|A log of [\d,]+ timestamped lines from|\b\d+ (?:times|h|min)\b|\b[\d,]+ (?:ERROR|WARN|INFO|DEBUG)\b"
+    r"|\b(?:ERROR|WARN|INFO|DEBUG)\b|\([\d,]+\)"
     r"|warning or error lines?|Most lines come from|\blines? [\d,]+(?:-[\d,]+)?|\.\.\. and \d+ more distinct"
     r" warnings and errors",
     re.MULTILINE,
@@ -76,6 +78,7 @@ def main() -> None:
     from infinipot.core.config import PotConfig
     from infinipot.core.grounding import content_words, unsupported_words
     from infinipot.core.summary import SummaryConfig
+    from infinipot.ingest.outline import pdf_bookmarks
 
     args.out.mkdir(parents=True, exist_ok=True)
     service = DocumentService(args.home, device="cpu")
@@ -85,6 +88,8 @@ def main() -> None:
         path = document_path(args.docs, key)
         doc_id = service.read(path, PotConfig()).doc_id
         text = DocText.load(path).text
+        if path.suffix == ".pdf":  # a PDF's bookmarks are its own words too (a part's title may be one)
+            text += "\n" + "\n".join(heading.title for heading in pdf_bookmarks(path))
         for style in [s for s in args.styles.split(",") if s]:
             began = time.perf_counter()
             pieces, stats = service.summarize(doc_id, new=True, config=SummaryConfig(style=style))
