@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_across_command(commands)
 
     summarize = add_command(
-        commands, "summarize", "summarize a whole document from what its stored pot ranks important (kept once made)"
+        commands, "summarize", "summarize a whole document: its outline, each part with what it says (kept once made)"
     )
     summarize.add_argument("doc")
     summarize.add_argument("--new", action="store_true", help="make a new summary instead of the stored one")
