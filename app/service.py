@@ -28,6 +28,7 @@ from infinipot.app.ask.held import HeldStream
 from infinipot.app.ask.library import LibraryConfig, LibraryStats
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pots import open_general_pot, open_pot_read_with
+from infinipot.app.ask.progress import WRITING, AskStage, looked_at, passages, until_stopped
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.heap import return_freed_memory
 from infinipot.app.library import documents
@@ -43,11 +44,13 @@ from infinipot.app.read.report import ReadReport
 from infinipot.app.read.workers import WorkerSettings
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
+from infinipot.core.errors import AnswerStopped
 from infinipot.core.evidence import spans_to_read
 from infinipot.core.grounded_answer import Verdict, grounded_answer
 from infinipot.core.model import LoadedModel
 from infinipot.core.pot import Pot
 from infinipot.core.precision import dtype_name
+from infinipot.core.stopping import stopping_when
 from infinipot.core.summary import SummaryConfig
 from infinipot.ingest import Progress, TokenLocationMap, file_fingerprint
 from infinipot.storage.errors import NotStored
@@ -257,6 +260,8 @@ class DocumentService:
         answer_from: str | None = None,
         max_new_tokens: int | None = None,
         focus: int | None = None,
+        stop: Callable[[], bool] | None = None,
+        on_stage: Callable[[AskStage], None] | None = None,
     ) -> tuple[Iterator[str], AskStats, bool]:
         """Stream an answer; question and answer are recorded once the answer is complete.
 
@@ -265,7 +270,10 @@ class DocumentService:
         decoding (AnswerSettings' defaults when None). `pot_config`: which stored pot answers (the settings it
         was read with, by `model_name` in `dtype`); None: the document's latest general pot, in the dtype it was
         read in. `answer_from`,
-        `max_new_tokens` and `focus` (entries; chooses the focus mode) override `settings`.
+        `max_new_tokens` and `focus` (entries; chooses the focus mode) override `settings`. `stop`: asked from
+        the work's own thread, true once its reader stopped it (the app's Stop): the work then ends within a layer
+        of the model (core.stopping), also while this call still searches, and the answer is recorded as far as it
+        was given, marked stopped. `on_stage` is told each stage of the work before the answer (ask.progress).
         """
         settings = with_overrides(settings, answer_from, max_new_tokens, focus)
         started = time.perf_counter()
@@ -285,7 +293,13 @@ class DocumentService:
             if record and self.store.read_only:
                 record = False
                 stats.warnings.append(f"the data folder {self.home} is read-only, so this answer is not saved")
-            pieces = self._answer(stored, question, settings, stats, history, carried)
+            stopped = stop or _never
+            try:
+                with stopping_when(stopped):
+                    pieces = self._answer(stored, question, settings, stats, history, carried, on_stage, started)
+            except AnswerStopped:  # stopped while the passages were sought: the question is kept, unanswered
+                pieces = iter(())
+            pieces = until_stopped(pieces, stopped, stats)
         except BaseException:
             hold.release()
             raise
@@ -344,11 +358,15 @@ class DocumentService:
         stats: AskStats,
         history: list[tuple[str, str]] | None = None,
         carried: list[RecordedTurn] | None = None,
+        on_stage: Callable[[AskStage], None] | None = None,
+        asked: float | None = None,
     ) -> Iterator[str]:
         """The answer's pieces in the chosen mode; evidence spans are found before the first piece. With
         `history` (earlier turns), the evidence is sought for the earlier questions and this one together, and
         the answer sees the turns; `carried`: the earlier turns answered in the document's words, which the
-        follow-up's judge also weighs (core.grounded_answer)."""
+        follow-up's judge also weighs (core.grounded_answer). `on_stage` is told the passage the search points at
+        as soon as it is found (stats.first_evidence_seconds after `asked`, a perf_counter time), then the
+        passages read."""
         stats.answer_from = settings.answer_from
         engine, pot, decoding = stored.engine, stored.pot, settings.decoding
         history = history or []
@@ -359,9 +377,17 @@ class DocumentService:
         if not (question or "").strip():
             raise ValueError("the question is empty")
         started = time.perf_counter()
+        asked = started if asked is None else asked
+        tell = on_stage or _ignore
+
+        def looking(candidates: list) -> None:
+            stats.first_evidence_seconds = time.perf_counter() - asked
+            cited = [c.as_json() for c in evidence.span_citations(self.library, stored, candidates)]
+            tell(AskStage("looking", f"checking {passages(len(candidates))}", looked_at(cited, question)))
+
         sought = follow_up_query(question, history)
         spans, warnings = evidence.gather_evidence(
-            self.library, stored, sought, settings.evidence, decoding.max_new_tokens
+            self.library, stored, sought, settings.evidence, decoding.max_new_tokens, looking
         )
         stats.warnings += warnings
         to_read = spans_to_read(spans)
@@ -369,7 +395,12 @@ class DocumentService:
         stats.citations = [c.as_json() for c in evidence.span_citations(self.library, stored, spans)]
         names = evidence.rare_names(self.library, stored, question, settings.grounding.rare_name_mentions)
         stats.evidence_seconds = time.perf_counter() - started
-        return self._checked(stored, question, to_read, settings, stats, history, carried or [], names)
+        if spans:
+            likeliest = spans[-1] if settings.evidence.order == "likelihood" else max(spans, key=lambda s: s.score)
+            read = evidence.span_citations(self.library, stored, [likeliest])[0].as_json()
+            shown = looked_at([read], question)
+            tell(AskStage("weighing", f"weighing the sentences of {passages(len(to_read))}", shown))
+        return self._checked(stored, question, to_read, settings, stats, history, carried or [], names, tell)
 
     def _checked(
         self,
@@ -381,6 +412,7 @@ class DocumentService:
         history: list[tuple[str, str]],
         carried: Sequence[RecordedTurn] = (),
         names: Sequence[str] = (),
+        tell: Callable[[AskStage], None] | None = None,
     ) -> Iterator[str]:
         """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`; a
         follow-up's sentences are judged after the earlier questions in view (`history`); `names`: the question's
@@ -402,6 +434,7 @@ class DocumentService:
             names=names,
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
+            on_writing=None if tell is None else lambda: tell(AskStage("writing", WRITING)),
         )
         for piece in pieces:
             if verdict.reason == "earlier" and not stats.answered_by:
@@ -596,6 +629,14 @@ class DocumentService:
             raise
         answer = cited_answer(self.library, pieces, stats, answering, question)
         return HeldStream(answer, hold, after=return_freed_memory), stats
+
+
+def _never() -> bool:
+    return False
+
+
+def _ignore(stage: AskStage) -> None:
+    pass
 
 
 def _then_freed(pieces: Iterator[str]) -> Iterator[str]:

@@ -57,6 +57,7 @@ class Engine:
         self.loaded = loaded
         self.model = loaded.model
         hf_adapter.use_reader_sdpa(self.model)  # the same attention, cheaper on a CPU; lets the catalyst ride along
+        hf_adapter.stop_between_layers(self.model)  # an answer stops within a layer of its Stop (core.stopping)
         self.tokenizer = loaded.tokenizer
         self.config = config
         self.layout = PromptLayout.for_tokenizer(self.tokenizer)

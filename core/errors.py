@@ -15,3 +15,7 @@ class PotTooSmallError(InfiniPotError):
 
 class FullContextError(InfiniPotError):
     """The uncompressed method cannot hold the whole document (memory or the model's context is too small)."""
+
+
+class AnswerStopped(InfiniPotError):
+    """Its reader stopped the answer (the app's Stop) while the model worked on it (core.stopping)."""

@@ -23,6 +23,7 @@ from .engine import Engine
 from .pot import Pot
 from .rerank import best_spans
 from .retrieval_heads import RetrievalHeads
+from .stopping import check_stop
 from .text_units import passage_start
 from .word_match import word_match_scores
 
@@ -473,6 +474,25 @@ def find_evidence(
     """The spans to read for `question`, in document order; none when the pot holds the whole document.
 
     `heads`: the model's retrieval heads, which point when config.pointer says so (the later layers without).
+    The two steps (candidate_spans, then spans_read) are also called one at a time by a caller that shows the
+    candidates the moment they are found.
+    """
+    candidates, config = candidate_spans(engine, pot, question, document_tokens, fetch, config, max_new_tokens, heads)
+    return spans_read(engine, candidates, question, document_tokens, fetch, config)
+
+
+def candidate_spans(
+    engine: Engine,
+    pot: Pot,
+    question: str,
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    config: EvidenceConfig,
+    max_new_tokens: int,
+    heads: RetrievalHeads | None = None,
+) -> tuple[list[Span], EvidenceConfig]:
+    """The candidate spans the question's words and the pot's attention point at, in document order, and the
+    config with its budget fitted to the room beside the pot; none when the pot holds the whole document.
 
     The budget shrinks to what fits beside what precedes the spans (config.pot_entries), the question and
     `max_new_tokens`. The question's words are also sought in the pot's verbatim tail: when the whole pot
@@ -483,10 +503,10 @@ def find_evidence(
     extends a cache that shares its tensors).
     """
     if holds_whole_document(pot):
-        return []
+        return [], config
     room = engine.evidence_room(question, max_new_tokens, config.max_spans, config.pot_entries, config.question_first)
     if room < config.bucket_tokens:  # too little room beside the pot to be worth it
-        return []
+        return [], config
     config = replace(config, budget_tokens=min(config.budget_tokens, room))
     until = verbatim_tail_start(pot)
     # Only the question's own tokens count: the instruction and the template around it attend broadly (on a 16K
@@ -500,6 +520,7 @@ def find_evidence(
         if config.word_neighbours:
             neighbours = engine.word_neighbours(question_ids, config.word_neighbours, config.neighbour_similarity)
         words = word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens, neighbours)
+    check_stop()
     if config.ranking == "words":
         buckets = words
     else:
@@ -507,11 +528,26 @@ def find_evidence(
         pointing = replace(config, pointer=attention_pointer(config, interleave))
         attention = attention_ranking(engine, pot, question_ids, before, document_tokens, pointing, until, heads)
         buckets = fused(attention, words, interleave) if config.ranking == "both" else attention
+    check_stop()
     # The pot's verbatim tail is in the answer's context only when the whole pot is: otherwise a span there is
     # read like any other.
     held_from = until if config.pot_entries is None else document_tokens
-    spans = choose_buckets(engine, buckets, document_tokens, fetch, config, held_from=held_from)
-    read = most_likely_spans(engine, spans, question, config.read_spans, config.order)
+    return choose_buckets(engine, buckets, document_tokens, fetch, config, held_from=held_from), config
+
+
+def spans_read(
+    engine: Engine,
+    candidates: list[Span],
+    question: str,
+    document_tokens: int,
+    fetch: Callable[[int, int], list[int]],
+    config: EvidenceConfig,
+) -> list[Span]:
+    """The candidates read (candidate_spans' config): the likeliest config.read_spans of them by the reranker,
+    each with its neighbour sentences and from its term's line."""
+    if not candidates:
+        return []
+    read = most_likely_spans(engine, candidates, question, config.read_spans, config.order)
     if not config.neighbour_sentences or not config.read_spans:
         return read
     ends, starts = engine.sentence_ends(), engine.word_starts()  # (V,) bool each

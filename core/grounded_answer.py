@@ -23,7 +23,7 @@ judge's best sentence. Measured side by side: benchmarks/devset/results/grounded
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .answer_confidence import ConfidenceModel, likeliest
@@ -134,6 +134,7 @@ def grounded_answer(
     names: Sequence[str] = (),
     pot_entries: int | None = 0,
     question_first: bool = False,
+    on_writing: Callable[[], None] | None = None,
 ) -> Iterator[str]:
     """Stream the checked answer to `question` from the `passages` read (token ids, in the order read: the
     likeliest last, core.evidence's order "likelihood"); `verdict` is filled before the first piece; without
@@ -142,7 +143,8 @@ def grounded_answer(
     (Engine.question_likelihoods' context). `carried`: earlier answers given in the document's words; when the
     follow-up asks a number, version, date or name, they are judged with the passages' sentences, since the fact
     asked for is often in the sentence just quoted ("For how many years had she kept it?"). `names`: the names the
-    question asks about that the document hardly mentions (core.question_names)."""
+    question asks about that the document hardly mentions (core.question_names). `on_writing` is called when
+    the model starts writing its own answer to weigh (the doubt band), which takes as long as the rest."""
     started = time.perf_counter()
     if not passages or config.style == "free":
         # Nothing to check against (the pot holds the whole document and is read whole), or no check asked.
@@ -167,6 +169,8 @@ def grounded_answer(
         held = earlier_fact(ranked, first_carried, question, earlier, model.candidates)
         stated = verdict.sentence is not None and verdict.confidence >= model.sure
         if not stated and held is None and verdict.sentence is not None and verdict.confidence > model.unsure:
+            if on_writing is not None:
+                on_writing()
             verdict.written = written_answer(
                 engine,
                 pot,

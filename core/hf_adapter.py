@@ -17,6 +17,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
 from .slab import KVSlab
+from .stopping import check_stop
 
 # The attention implementation is a setting of the whole model, and the app runs a read (catalyst passes) and
 # an answer (citations, answer-time distillation) on one model in two threads: without this lock one thread's
@@ -136,6 +137,20 @@ def drop_last(cache: DynamicCache, count: int) -> None:
 def decoder(model: torch.nn.Module) -> torch.nn.Module:
     """The base transformer (embeddings, layers, final norm) under the LM head."""
     return model.get_decoder()
+
+
+def stop_between_layers(model: torch.nn.Module) -> None:
+    """Have each decoder layer look, before it runs, whether its answer was stopped (core.stopping); once per
+    model. The look is one attribute read when no answer can be stopped."""
+    if getattr(model, "_infinipot_stop_hooks", False):
+        return
+    for layer in decoder(model).layers:
+        layer.register_forward_pre_hook(_check_stop_hook)
+    model._infinipot_stop_hooks = True
+
+
+def _check_stop_hook(module: torch.nn.Module, args) -> None:
+    check_stop()
 
 
 def run_decoder(

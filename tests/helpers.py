@@ -121,6 +121,17 @@ def answer_args(**changes) -> list:
     return [values[name] for name in ANSWER_NAMES]
 
 
+def _always_writing(settings):
+    """Answer settings whose checked answer always runs its writer (every confidence in the writer's band)."""
+    from dataclasses import replace
+
+    from infinipot.app.ask.modes import AnswerSettings
+
+    settings = settings or AnswerSettings()
+    confidence = replace(settings.grounding.confidence, sure=1.0, unsure=0.0)
+    return replace(settings, grounding=replace(settings.grounding, confidence=confidence))
+
+
 def make_workspace(home: Path, pace: float = 0.0):
     """The app's workspace on `home`, 1 MB upload limit, whose service sleeps `pace` s after every reader step,
     `service.answer_pace` s before every piece of an answer or a summary and `service.tail_pace` s after its last
@@ -133,6 +144,9 @@ def make_workspace(home: Path, pace: float = 0.0):
         answer_pace = 0.0
         tail_pace = 0.0  # after an answer's or a summary's last piece: its sources (or note) come this much later
         pieces_done = threading.Event()  # set when an answer or summary gave its last piece (a test clears it)
+        # Before an answer's search, and after each of its stages (ask.progress.AskStage), this many seconds.
+        stage_pace = 0.0
+        always_write = False  # the checked answer's writer runs for every question (its confidence always in doubt)
 
         def read(
             self,
@@ -151,8 +165,20 @@ def make_workspace(home: Path, pace: float = 0.0):
 
             return super().read(path, config, model_name, paced, follow, checkpoint_seconds, dtype)
 
-        def ask(self, *args, **kwargs):
-            pieces, stats, reused = super().ask(*args, **kwargs)
+        def ask(self, doc, question, settings=None, *args, on_stage=None, **kwargs):
+            if self.always_write:
+                settings = _always_writing(settings)
+            if on_stage is not None and self.stage_pace:
+                time.sleep(self.stage_pace)  # the search, as slow as the stages
+
+                def paced_stage(stage):
+                    on_stage(stage)
+                    time.sleep(self.stage_pace)
+
+                kwargs["on_stage"] = paced_stage
+            else:
+                kwargs["on_stage"] = on_stage
+            pieces, stats, reused = super().ask(doc, question, settings, *args, **kwargs)
             return self._paced(pieces), stats, reused
 
         def summarize(self, *args, on_part=None, **kwargs):

@@ -104,3 +104,17 @@ def test_a_quote_is_placed_at_its_line_only_where_the_lines_of_its_text_are_know
     assert arranged[0]["label"] == "line 4" and "line_starts" not in arranged[0]  # not placed at line 5
     arranged = arranged_citations([first], "Line five here.")
     assert arranged[0]["label"] == "line 5" and arranged[0]["token"] == 50
+
+
+def test_sources_leave_out_index_lines_and_list_the_others_by_share_after_the_answers_own():
+    answer = "The pump failed at noon."
+    citations = [
+        {"label": "line 9", "score": 0.2, "snippet": "Other text about valves."},
+        {"label": "line 3", "score": 0.1, "snippet": "The pump failed at noon."},
+        {"label": "line 90", "score": 0.5, "snippet": "pump . . . . . . . . . . . . . . . . . . . 12"},
+        {"label": "line 50", "score": 0.3, "snippet": "More about the harbour."},
+    ]
+    arranged = arranged_citations(citations, answer)
+    assert [c["label"] for c in arranged] == ["line 3", "line 50", "line 9"]  # the answer's place first
+    only_index = arranged_citations(citations[2:3], answer)
+    assert [c["label"] for c in only_index] == ["line 90"]  # nothing else to show: shown

@@ -197,7 +197,7 @@ def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(works
             answer_from="evidence", evidence_tokens=100, evidence_pot="all", evidence_spans=2, max_new_tokens=5
         ),
     ):
-        *_, (history, _, chat, _) = handlers.ask_api(doc_id, QUESTION, chat, *values)
+        *_, (history, _, chat, _) = handlers.ask_api(doc_id, QUESTION, chat, None, *values)
 
     assert [s.answer_from for s in asked] == ["pot", "focus", "evidence"]
     assert asked[0].decoding == DecodingConfig(
@@ -238,9 +238,9 @@ def test_bad_answer_settings_get_one_line_as_typed_and_refuse_to_answer(infinipo
         handlers = Handlers(workspace)
         assert handlers.check_answers(*answer_args(**changes)) == f"Not valid: {message}"
         refusals = [
-            lambda values: handlers.ask_api("any", QUESTION, {}, *values),
-            lambda values: handlers.summary_api("any", {}, *values),
-            lambda values: handlers.summary_api("any", {}, *values, new=True),
+            lambda values: handlers.ask_api("any", QUESTION, {}, None, *values),
+            lambda values: handlers.summary_api("any", {}, None, *values),
+            lambda values: handlers.summary_api("any", {}, None, *values, new=True),
             lambda values: QuestionFeatures(workspace).ask_across(["any", "other"], QUESTION, None, [], {}, *values),
             lambda values: QuestionFeatures(workspace).reread("any", QUESTION, [], {}, *values),
         ]
@@ -294,7 +294,9 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     handlers, doc_id = Handlers(workspace), workspace.doc_ids[0]
     # (status line, the text of the summary's message in the chat) of every update the page gets: the stage of
     # the work in the message's own bubble ("*Summarizing part 2 of 5…*") until the summary's words replace it
-    updates = [(u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, *answer_args(max_new_tokens=6))]
+    updates = [
+        (u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, None, *answer_args(max_new_tokens=6))
+    ]
     stages = [text for _, text in updates if re.fullmatch(r"\*.*…\*", text)]
     parts = [stage for stage in stages if stage.startswith("*Summarizing part")]
     n = int(re.fullmatch(r"\*Summarizing part 1 of (\d+)…\*", parts[0]).group(1))
@@ -314,7 +316,9 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     assert summary == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
 
     # A second click: the stored summary at once, no parts.
-    again = [(u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, *answer_args(max_new_tokens=6))]
+    again = [
+        (u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, None, *answer_args(max_new_tokens=6))
+    ]
     assert [text for _, text in again if "part" in text] == []
     assert again[-1] == ("The stored summary of this document, shown at once. New summary makes a fresh one.", summary)
 
@@ -324,7 +328,9 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
     monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: made.append(k["new"]) or summarize(*a, **k))
     anew = [
         (u[0], u[1][-1]["content"])
-        for u in handlers.summary_api(doc_id, {}, *answer_args(max_new_tokens=6, temperature=1.5, seed=3), new=True)
+        for u in handlers.summary_api(
+            doc_id, {}, None, *answer_args(max_new_tokens=6, temperature=1.5, seed=3), new=True
+        )
     ]
     assert made == [True] and f"*Summarizing part {n} of {n}…*" in [text for _, text in anew]
     assert anew[-1][0].startswith(f"Summary made from {n} parts in ")

@@ -161,9 +161,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         outputs = client.predict(doc_id, 5, "0", 0, 100, "position", api_name="/kept")
         assert outputs[0] == "**Cannot show this window:** layer must be between 0 and 1, got 5"
         outputs = client.predict(doc_id, 1, "0", 0, 100, "position", api_name="/kept")
-        assert (
-            outputs[10]["label"] == "Layer (0-1)" and outputs[8]["label"] == "Attention group, a KV head (0-1, or all)"
-        )
+        assert outputs[10]["label"] == "Layer (0-1)" and outputs[8]["label"] == "Attention view (0-1, or all)"
         assert outputs[11]["value"] == 1 and outputs[11]["label"] == "Go to page"  # text: no pages to go to
 
     # After a restart the conversation is shown again for the document.

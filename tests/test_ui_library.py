@@ -48,9 +48,9 @@ def test_all_documents_answers_in_the_chat_with_each_source_naming_its_document(
     assert chat == [] and state["doc_id"] == ALL_DOCUMENTS and "all 3 ready documents" in hint
 
     answers = answer_args(max_new_tokens=8)
-    shown, box, state = handlers.show_question(ALL_DOCUMENTS, "When was the otter fed?", [], state, *answers)
+    shown, box, state = handlers.show_question(ALL_DOCUMENTS, "When was the otter fed?", [], state, None, *answers)
     assert shown[-2]["content"] == "When was the otter fed?" and box == ""
-    *_, (final, state, _) = handlers.ask(state, *answers)
+    *_, (final, _, _) = handlers.ask(state, None, *answers)
     answer = final[-1]
     text = re.sub(r"<[^>]+>", "", answer["content"])  # each source's label holds its text as hover text
     assert re.search(r"(Sources|Closest passages): otter\.txt, line \d+", text), text
@@ -60,8 +60,8 @@ def test_all_documents_answers_in_the_chat_with_each_source_naming_its_document(
     assert workspace.service.conversations(otter) == []  # no document's conversation holds it
 
     # A second question keeps the first in the chat.
-    shown, _, state = handlers.show_question(ALL_DOCUMENTS, "Where was the zebra fed?", final, state, *answers)
-    *_, (final, state, _) = handlers.ask(state, *answers)
+    shown, _, state = handlers.show_question(ALL_DOCUMENTS, "Where was the zebra fed?", final, state, None, *answers)
+    *_, (final, _, _) = handlers.ask(state, None, *answers)
     assert len(final) == 4 and "zebra.txt, line" in final[-1]["content"]
 
     # Its source opens that document's kept view, the Document selector left on All documents.
@@ -77,10 +77,10 @@ def test_all_documents_answers_in_the_chat_with_each_source_naming_its_document(
 def test_with_all_documents_chosen_only_questions_can_be_asked(library):
     workspace, handlers = library
     table, choices, progress, seen, *buttons = handlers.refresh(ALL_DOCUMENTS, {})
-    assert [b["interactive"] for b in buttons] == [False, False, False, True, False, False]
+    assert [b["interactive"] for b in buttons] == [False, False, False, True, False, False, False, True]
     assert seen["buttons"] == ALL_DOCUMENTS_BUTTONS
     with pytest.raises(gr.Error, match="All documents answers questions only"):
-        handlers.show_summary_request(ALL_DOCUMENTS, [], {}, *answer_args())
+        handlers.show_summary_request(ALL_DOCUMENTS, [], {}, None, *answer_args())
 
 
 def test_the_library_line_counts_the_documents_read_together():

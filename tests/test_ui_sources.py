@@ -122,7 +122,9 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
     workspace, doc_id = needle_workspace
     handlers = Handlers(workspace)
     chat = {"doc_id": doc_id, "conversation_id": None}
-    *_, last = handlers.ask_api(doc_id, "What is the passkey?", chat, *answer_args(max_new_tokens=4, answer_from="pot"))
+    *_, last = handlers.ask_api(
+        doc_id, "What is the passkey?", chat, None, *answer_args(max_new_tokens=4, answer_from="pot")
+    )
     history = last[0]
     answer = history[-1]
     assert answer["role"] == "assistant" and answer["content"].count("*Sources: ") == 1
@@ -164,7 +166,7 @@ def test_evidence_answers_cite_and_quote_the_passage_they_read(infinipot_home, n
         handlers = Handlers(workspace)
         chat = {"doc_id": doc_id, "conversation_id": None}
         values = answer_args(max_new_tokens=4, answer_from="evidence", evidence_tokens=64)
-        *_, (history, _, chat, _) = handlers.ask_api(doc_id, "What is the passkey?", chat, *values)
+        *_, (history, _, chat, _) = handlers.ask_api(doc_id, "What is the passkey?", chat, None, *values)
         answer = history[-1]
         _, record = workspace.service.messages(chat["conversation_id"])
         assert record["meta"]["answer_from"] == "evidence"

@@ -8,6 +8,8 @@ question is in the chat, its answer is not), in the middle of the text, after th
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from browser_page import By, error_badges, normalized, open_page, open_tab, replace_value, visible_text, wait_for
 from helpers import make_workspace, running_app, tiny_settings, wait_until, wait_until_stable
@@ -15,7 +17,7 @@ from tiny_models import save_model_folder, write_notes
 
 pytestmark = pytest.mark.slow  # a browser and a server
 
-ROUNDS = 4
+ROUNDS = 2
 ANSWER_MOMENTS = ("at once", "before the first words", "mid-answer", "during sources", "after the end")
 SUMMARY_MOMENTS = ("at once", "during its parts", "mid-summary", "during its note", "after the end")
 
@@ -65,6 +67,22 @@ def settled_chat(browser) -> list[str]:
     )
 
 
+def document_chosen(browser) -> None:
+    wait_for(
+        lambda: "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value"),
+        "the document chosen",
+        60,
+    )
+
+
+def reloaded_chat(browser, url: str, at_least: int) -> list[str]:
+    """The chat's bubbles after a reload of the page, once at least `at_least` are shown."""
+    browser.get(url)
+    document_chosen(browser)
+    open_tab(browser, "Chat")
+    return wait_for(lambda: (b := bubbles(browser)) and len(b) >= at_least and b, "the conversation again", 60)
+
+
 def test_stop_at_any_moment_leaves_the_page_working(browser, tmp_path, infinipot_home):
     model_dir = save_model_folder(tmp_path / "tiny-llama")
     workspace = make_workspace(infinipot_home)
@@ -74,11 +92,7 @@ def test_stop_at_any_moment_leaves_the_page_working(browser, tmp_path, infinipot
     service.answer_pace, service.tail_pace = 0.4, 1.5
     with running_app(workspace) as url:
         open_page(browser, url)
-        wait_for(
-            lambda: "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value"),
-            "the document chosen",
-            60,
-        )
+        document_chosen(browser)
         open_tab(browser, "Settings")
         replace_value(browser, "#ip-answer-length input[type='number']", "8")  # 8 pieces, ~3 s at this pace
         wait_for(lambda: "at most 8 tokens" in visible_text(browser, "#ip-answers-notice"), "the answer length", 60)
@@ -105,13 +119,112 @@ def test_stop_at_any_moment_leaves_the_page_working(browser, tmp_path, infinipot
                 assert not error_badges(browser), (moment, error_badges(browser))
         # What the page shows is what a reload shows: every stopped answer was stored as shown, marked.
         before = settled_chat(browser)
-        browser.get(url)
-        wait_for(
-            lambda: "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value"),
-            "the page again",
-            60,
-        )
-        open_tab(browser, "Chat")
-        after = wait_for(lambda: (b := bubbles(browser)) and len(b) >= len(before) and b, "the conversation again", 60)
+        after = reloaded_chat(browser, url, len(before))
         assert after == before
         assert sum("(stopped)" in bubble for bubble in before) >= 3 * ROUNDS
+
+
+# Stop at each stage of a checked answer, of a summary and of a follow-up, then the next question this long after.
+STAGE_MOMENTS = (
+    "before the first evidence",
+    "during scoring",
+    "during writing",
+    "during sources",
+    "during a summary",
+    "during a follow-up",
+)
+NEXT_AFTER = (0.5, 2.0, 5.0)
+WAITING = ("…", "...")  # a bubble that still says what it waits for ends so (before its closing asterisk)
+
+
+def answer_to(shown: list[str], asked: str, occurrence: int = 0) -> str | None:
+    """The bubble after the `occurrence`-th bubble that holds `asked`; None when it is not (yet) there."""
+    found = [i for i, bubble in enumerate(shown) if asked in bubble]
+    if len(found) <= occurrence or found[occurrence] + 1 >= len(shown):
+        return None
+    return shown[found[occurrence] + 1]
+
+
+def is_waiting(bubble: str | None) -> bool:
+    return bubble is None or bubble.rstrip("*").rstrip().endswith(WAITING)
+
+
+def ask(browser, question: str) -> None:
+    browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(question)
+    press(browser, "ip-ask")
+
+
+def wait_for_stage(browser, asked: str, occurrence: int, words: tuple[str, ...]) -> None:
+    def at_stage():
+        bubble = answer_to(bubbles(browser), asked, occurrence) or ""
+        return any(word in bubble for word in words)
+
+    wait_for(at_stage, f"{words} in the answer to {asked!r}", 60, every=0.05)
+
+
+def test_every_question_asked_after_a_stop_is_kept_and_answered(browser, tmp_path, infinipot_home):
+    """Issue 55: Stop at six moments (before the first evidence, while the passages are scored, while the hidden
+    writer writes, during the sources, during a summary, during a follow-up), each followed by a question 0.5, 2 and
+    5 s later: every question is in the chat once and answered, also after a reload; each stopped answer stays as it
+    was when it stopped (marked stopped, never completed later)."""
+    model_dir = save_model_folder(tmp_path / "tiny-llama")
+    workspace = make_workspace(infinipot_home)
+    notes = write_notes(tmp_path / "notes.txt", lines=120)  # longer than the pot: answers search for passages
+    (added,) = workspace.add_files([str(notes)], tiny_settings(model_dir, pot_size=512, keep_size=128))
+    wait_until(lambda: workspace.ready(added["doc_id"]), timeout=120, what="the read", ignore=(ValueError,))
+    service = workspace.service
+    service.stage_pace, service.answer_pace, service.tail_pace, service.always_write = 0.6, 0.2, 1.0, True
+    stopped: dict[tuple[str, int], str] = {}  # (question, occurrence) -> its answer's bubble once it stopped
+    answered: list[str] = []  # the questions asked after a Stop
+    summaries = 0
+    with running_app(workspace) as url:
+        open_page(browser, url)
+        document_chosen(browser)
+        open_tab(browser, "Chat")
+        ask(browser, "What does the fox jump over?")  # the conversation the follow-ups lean on
+        wait_for(lambda: not is_waiting(answer_to(bubbles(browser), "What does the fox jump over?")), "an answer", 60)
+        settled_chat(browser)
+        for moment in STAGE_MOMENTS:
+            for delay in NEXT_AFTER:
+                service.pieces_done.clear()
+                occurrence = 0
+                if moment == "during a summary":
+                    asked, occurrence = "Summarize this file", summaries
+                    summaries += 1
+                    press(browser, "ip-new-summary")
+                    wait_for_stage(browser, asked, occurrence, ("Summarizing",))
+                else:
+                    asked = f"{moment} then {delay} s: " + ("and the dog?" if "follow-up" in moment else "what jumps?")
+                    ask(browser, asked)
+                    if moment == "before the first evidence":
+                        wait_for_stage(browser, asked, 0, ("Finding the answer", "Loading the model"))
+                    elif moment in ("during scoring", "during a follow-up"):
+                        wait_for_stage(browser, asked, 0, ("Checking", "Weighing"))
+                    elif moment == "during writing":
+                        wait_for_stage(browser, asked, 0, ("Writing a short answer",))
+                    else:
+                        wait_until(service.pieces_done.is_set, 60, 0.02, what="the last words")
+                press(browser, "ip-stop")
+                time.sleep(delay)
+                following = f"Next after {moment}, {delay} s: who is lazy?"
+                ask(browser, following)
+                answered.append(following)
+                wait_for(
+                    lambda q=following: not is_waiting(answer_to(bubbles(browser), q)), f"the answer to {following}", 90
+                )
+                shown = settled_chat(browser)
+                assert not error_badges(browser), (moment, delay, error_badges(browser))
+                bubble = answer_to(shown, asked, occurrence)
+                assert bubble is not None, (moment, delay, shown)  # the stopped question is kept
+                if moment != "during sources":  # the answer was complete when Stop came
+                    assert "(stopped)" in bubble, (moment, delay, bubble)
+                stopped[(asked, occurrence)] = bubble
+        before = settled_chat(browser)
+        after = reloaded_chat(browser, url, len(before))
+    assert after == before
+    for following in answered:  # each in the chat once, answered (not stopped, not waiting, not refused)
+        assert sum(following in bubble for bubble in before) == 1, following
+        reply = answer_to(before, following)
+        assert reply and not is_waiting(reply) and "(stopped)" not in reply and "Not answered" not in reply, reply
+    for (asked, occurrence), bubble in stopped.items():  # unchanged since it stopped: never completed later
+        assert answer_to(before, asked, occurrence) == bubble, (asked, bubble)

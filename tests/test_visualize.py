@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -157,6 +158,9 @@ def test_progress_text_shows_tokens_cycles_rate_and_eta():
     note = "copy.pdf has the same content as book.pdf"
     duplicate = {**snapshot, "status": "done", "reused": True, "warnings": [note]}
     assert render.progress_text(duplicate).endswith(f"read before, reused · {note}")
+    assert "tokens/s" not in render.progress_text(duplicate)  # nothing was read now: no reading rate
+    # Before the read's first steps, no ETA is guessed from the model's loading and the empty pot's first fill.
+    assert render.progress_text({**snapshot, "eta_seconds": None}).endswith("ETA after the first steps")
     # What Resume does is said one way in the progress line and in the library table.
     cancelled = render.progress_text({**snapshot, "status": "cancelled"})
     assert cancelled.endswith("Resume continues from where it stopped") and "reads it again" not in cancelled
@@ -214,8 +218,40 @@ def test_the_upload_notice_says_when_a_file_is_already_in_the_library():
         {"name": "new.txt", "doc_id": "b2", "ok": True},
         {"name": "bad.pdf", "ok": False, "message": "damaged"},
     ]
+    same = [{"name": "book.pdf", "doc_id": "a1", "ok": True}]
+    assert render.upload_notice(same, {"a1": "book.pdf"}) == (
+        "- **book.pdf** is already in the library (the same file): its memory is reused"
+    )
     assert render.upload_notice(results, {"a1": "book.pdf"}).splitlines() == [
         "- **copy.pdf** has the same content as **book.pdf**, already in the library",
         "- **new.txt** added to the library",
         "- ⚠️ **bad.pdf** was not added: damaged",
     ]
+
+
+def test_the_document_selector_names_documents_and_adds_an_id_only_where_names_repeat():
+    from infinipot.app.web.wording import document_options
+
+    rows = [
+        {"name": "libtasn1.pdf", "doc_id": "3917eb46aa", "ready": True},
+        {"name": "notes.txt", "doc_id": "aaaa1111bb", "ready": False},
+        {"name": "notes.txt", "doc_id": "bbbb2222cc", "ready": False},
+    ]
+    assert [label for label, _ in document_options(rows)] == [
+        "libtasn1.pdf",
+        "notes.txt (aaaa1111)",
+        "notes.txt (bbbb2222)",
+    ]
+
+
+def test_the_eta_is_measured_from_the_reads_first_step():
+    from infinipot.app.web.jobs import READING, ReadJob, ReadRequest
+    from infinipot.core.config import PotConfig
+
+    request = ReadRequest("doc", "book.pdf", Path("book.pdf"), PotConfig())
+    job = ReadJob(1, request, status=READING, tokens_total=10_000)
+    job.reading_since, job.tokens_read = 100.0, 0
+    assert job.snapshot(now=120.0)["eta_seconds"] is None  # the first step is still being read
+    job.first_step, job.tokens_read = (130.0, 4_000), 4_000  # the first step took 30 s (loading, filling)
+    job.tokens_read = 6_000
+    assert job.snapshot(now=140.0)["eta_seconds"] == pytest.approx(20.0)  # 2,000 in 10 s: 4,000 left

@@ -6,6 +6,7 @@ the pot and the question, and cited: each citation is a span with its page or li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
@@ -15,17 +16,32 @@ from infinipot.app.library.documents import DocumentNotFound, require_document, 
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
-from infinipot.core.evidence import EvidenceConfig, Span, find_evidence, holds_whole_document, span_breaks, widen
+from infinipot.core.evidence import (
+    EvidenceConfig,
+    Span,
+    candidate_spans,
+    holds_whole_document,
+    span_breaks,
+    spans_read,
+    widen,
+)
 from infinipot.core.question_names import asked_names, rarely_mentioned
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
 
 def gather_evidence(
-    library: Library, stored: StoredPot, question: str, config: EvidenceConfig, max_new_tokens: int
+    library: Library,
+    stored: StoredPot,
+    question: str,
+    config: EvidenceConfig,
+    max_new_tokens: int,
+    on_candidates: Callable[[list[Span]], None] | None = None,
 ) -> tuple[list[Span], list[str]]:
     """(spans in document order, warnings). No spans when the pot holds the whole document; none, with a
-    warning, when the document's text cannot be read any more (the answer then comes from the pot alone)."""
+    warning, when the document's text cannot be read any more (the answer then comes from the pot alone).
+    `on_candidates` is given the candidate spans the moment the search finds them, before the reranker chooses
+    the ones read (the app shows the best at once)."""
     if holds_whole_document(stored.pot):
         return [], []
     document = require_document(library.store, stored.doc_id)
@@ -37,17 +53,15 @@ def gather_evidence(
     heads = None
     if config.pointer != "later-layers" and config.ranking != "words":
         heads = library.heads.get(stored.engine)
-    spans = find_evidence(
-        stored.engine,
-        stored.pot,
-        question,
-        total,
-        lambda start, end: read_window(path, start, end),
-        config,
-        max_new_tokens,
-        heads,
-    )
-    return spans, []
+
+    def fetch(start: int, end: int) -> list[int]:
+        return read_window(path, start, end)
+
+    engine = stored.engine
+    candidates, fitted = candidate_spans(engine, stored.pot, question, total, fetch, config, max_new_tokens, heads)
+    if candidates and on_candidates is not None:
+        on_candidates(candidates)
+    return spans_read(engine, candidates, question, total, fetch, fitted), []
 
 
 def rare_names(library: Library, stored: StoredPot, question: str, most: int | None) -> list[str]:

@@ -172,13 +172,17 @@ def reranked(stored: StoredPot, candidates: list[Candidate], question: str, keep
 
 def library_citations(library: Library, stored: StoredPot, read: list[Candidate], names: dict[str, str]) -> list[dict]:
     """Citations of the spans read, best first, each naming its document (`document`: the stored name, and
-    `doc_id`)."""
+    `doc_id`), each score its share of the spans read (the index's own scores, when no reranker ran, are no
+    shares: 13.05 would read "1305%")."""
+    total = sum(c.span.score for c in read)
+    scale = 1.0 / total if total > 1.0 else 1.0
     citations = []
     for candidate in sorted(read, key=lambda c: -c.span.score):
         for citation in evidence.document_span_citations(
             library, candidate.doc_id, stored.engine.tokenizer, [candidate.span]
         ):
-            citations.append({**citation.as_json(), "document": names[candidate.doc_id], "doc_id": candidate.doc_id})
+            shared = {**citation.as_json(), "score": round(citation.score * scale, 3)}
+            citations.append({**shared, "document": names[candidate.doc_id], "doc_id": candidate.doc_id})
     return citations
 
 

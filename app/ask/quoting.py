@@ -36,6 +36,17 @@ def _best_sentence(text: str, wanted: set[str]) -> tuple[int, int]:
     return best, best_shared
 
 
+_DOT_LEADERS = re.compile(r"(?:\.\s?){6,}")
+
+
+def index_like(snippet: str) -> bool:
+    """Whether the snippet is mostly a table of contents' or an index's lines ("asn1Coding program . . . . . 8"):
+    words led by dots to a page number, which tell a reader where, not what."""
+    text = snippet or ""
+    leaders = sum(len(match.group(0)) for match in _DOT_LEADERS.finditer(text))
+    return leaders >= 0.15 * len(text) > 0
+
+
 def shared_words(snippet: str, answer: str) -> int:
     """How many words the snippet's sentence closest to the answer shares with it (0 without an answer)."""
     wanted = answer_words(answer)
@@ -99,14 +110,19 @@ def marked_words(sentence: str, answer: str) -> list[str]:
 def arranged_citations(citations: list[dict], answer: str, question: str = "") -> list[dict]:
     """An answer's citations as a reader wants them: one per place (the same page or line of a document cited
     twice becomes one citation, its texts joined and its shares added), the place whose sentence shares the most
-    words with the answer first (the citations' own order on ties), each with `quote`, the whole sentence of its
-    text the answer came from. A passage of a document without pages is cited at the line its quote begins on."""
+    words with the answer first (the citations' own order on ties), then the others by share, each with `quote`,
+    the whole sentence of its text the answer came from. A passage of a document without pages is cited at the
+    line its quote begins on. Lines of an index or a table of contents (index_like) are left out when another
+    place is cited: they tell where, not what."""
+    if any(not index_like(c.get("snippet") or "") for c in citations):
+        citations = [c for c in citations if not index_like(c.get("snippet") or "")]
     scored = []
     for citation in _one_per_place(citations):
         quote, shared = answer_sentence(citation.get("snippet") or "", answer, question)
         scored.append((-shared, _at_quoted_line({**citation, "quote": quote})))
     scored.sort(key=lambda pair: pair[0])  # stable: the citations' order on ties
     arranged = _one_per_place([citation for _, citation in scored])  # a quote's line may be another's place
+    arranged[1:] = sorted(arranged[1:], key=lambda citation: -(citation.get("score") or 0.0))
     for citation in arranged:
         citation.pop("line_starts", None)
     return arranged

@@ -19,6 +19,8 @@ class AskStats(AnswerStats):
     # A summary's outline: {"title", "page" or "line", "token", "points", "sections"} per part (core.summary.Part).
     summary_parts: list[dict] = field(default_factory=list)
     evidence_seconds: float = 0.0  # ranking and reading the evidence spans, before the answer's prefill
+    # From the ask call to the first passage the search points at (AskStage "looking"); None without one.
+    first_evidence_seconds: float | None = None
     # False when the answer says the document does not hold the answer (core.grounded_answer).
     answerable: bool = True
     # The sentence of the passages read that the answer was checked against (and is quoted first); "" when none.

@@ -199,6 +199,20 @@ def _part_printer(enabled: bool):
     return show if enabled else None
 
 
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)
+
+
+def _stage_printer(enabled: bool):
+    """An answer's stages on stderr while it is checked (ask.progress.AskStage): the passage looked at, then
+    what is weighed."""
+
+    def show(stage) -> None:
+        print(f"infinipot: {stage.line()}", file=sys.stderr, flush=True)
+
+    return show if enabled else None
+
+
 def _warn(warnings: list[str]) -> None:
     for warning in warnings:
         print(f"infinipot: warning: {warning}", file=sys.stderr)
@@ -369,6 +383,7 @@ def _run(args: argparse.Namespace) -> int:
             pot_config=pot,
             model_name=args.model,
             dtype=args.dtype,
+            on_stage=_stage_printer(not args.json),
         )
         key = "answer"
     else:
@@ -397,6 +412,7 @@ def _run(args: argparse.Namespace) -> int:
             first = stats.first_token_seconds
             result.update(
                 ttft_seconds=round(first if first is not None else seconds, 3),
+                first_evidence_seconds=_rounded(stats.first_evidence_seconds),
                 reused_pot=reused,
                 conversation_id=stats.conversation_id,
                 answerable=stats.answerable,

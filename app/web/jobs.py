@@ -97,6 +97,9 @@ class ReadJob:
     memory: MemoryLog = field(default_factory=MemoryLog)
     cancel_requested: threading.Event = field(default_factory=threading.Event)
     resumed_at: int = 0  # document tokens a resumed read started from
+    # (time, tokens read) at the read's first step: the rate for the ETA is measured from there, since the first
+    # step also waits for the model and fills the empty pot, and an ETA from it jumps by minutes.
+    first_step: tuple[float, int] | None = None
 
     def snapshot(self, now: float | None = None) -> dict:
         """Plain numbers for the UI: tokens read of total, cycles, tokens per second, ETA."""
@@ -109,7 +112,11 @@ class ReadJob:
         fraction = min(1.0, self.tokens_read / total) if total else 0.0
         if self.status == DONE:
             fraction = 1.0
-        eta = (total - self.tokens_read) / rate if rate and total and self.status == READING else None
+        eta = None
+        if self.first_step is not None and total and self.status == READING:
+            since, tokens = self.first_step
+            steady = (self.tokens_read - tokens) / (now - since) if now > since else 0.0
+            eta = (total - self.tokens_read) / steady if steady > 0 else None
         return {
             "job_id": self.id,
             "doc_id": self.request.doc_id,
@@ -276,6 +283,8 @@ class ReadQueue:
     def _step(self, job: ReadJob, pot: Pot) -> None:
         job.tokens_read = pot.document_tokens
         job.cycles = pot.cycles
+        if job.first_step is None:
+            job.first_step = (time.monotonic(), pot.document_tokens)
         job.entries = pot.entries
         job.memory.add(pot, self._process)
         if job.cancel_requested.is_set():

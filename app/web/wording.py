@@ -18,8 +18,13 @@ def all_documents_label(ready: int) -> str:
 
 
 def document_options(rows: list[dict]) -> list[tuple[str, str]]:
-    """The Document selector's (label, doc_id) options for library rows: 'libtasn1.pdf (3917eb46)'; first, with
-    two or more documents ready, 'All documents (N ready)', which asks them all at once."""
-    options = [(f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"]) for row in rows]
+    """The Document selector's (label, doc_id) options for library rows: the name, with the start of its id only
+    when two documents share it ('notes.txt (3917eb46)'); first, with two or more documents ready, 'All documents
+    (N ready)', which asks them all at once."""
+    names = [row["name"] for row in rows]
+    options = [
+        (row["name"] if names.count(row["name"]) == 1 else f"{row['name']} ({row['doc_id'][:8]})", row["doc_id"])
+        for row in rows
+    ]
     ready = sum(1 for row in rows if row.get("ready"))
     return [(all_documents_label(ready), ALL_DOCUMENTS), *options] if ready >= 2 else options

@@ -8,17 +8,17 @@ IngestError or InfiniPotError with a one-line message (app.errors.USER_ERRORS).
 from __future__ import annotations
 
 import logging
-import queue
 import re
 import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from infinipot.app.ask.modes import ANSWER_MODES
+from infinipot.app.ask.progress import AskStage, until_stopped
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.library.documents import DocumentNotFound
 from infinipot.app.library.general_pot import latest_general_entry
@@ -38,9 +38,12 @@ from infinipot.app.web.settings import (
 )
 from infinipot.app.web.turns import SUMMARY, Turn, Turns
 from infinipot.app.web.wording import ALL_DOCUMENTS, RESUME_CONTINUES, SUMMARY_REQUEST, document_options
+from infinipot.app.web.worker import updates_from
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
+from infinipot.core.errors import AnswerStopped
 from infinipot.core.precision import DTYPES, dtype_in_key
 from infinipot.core.scorers import METHODS
+from infinipot.core.stopping import stopping_when
 from infinipot.ingest import open_document
 from infinipot.ingest.errors import IngestError
 from infinipot.storage.errors import NotStored
@@ -52,8 +55,6 @@ STORE_GONE = (sqlite3.IntegrityError, NotStored, DocumentNotFound)
 QUOTE_SEARCH_TOKENS = 4096
 # Tokens shown before a quoted sentence when a source opens it (the end of the sentence before it).
 QUOTE_LEAD_TOKENS = 24
-# A summary's stream says "wait" this often while a part is being made, so its reader can stop it.
-WAIT_TICK_SECONDS = 0.5
 _UNSAFE_NAME = re.compile(r"[^\w.\- ()\[\]]")
 FOLLOWING_USE = "followed as it grows; stop following it first"
 MAX_WINDOW = 4000  # tokens rendered at once in the "what the model kept" view
@@ -432,20 +433,31 @@ class Workspace:
             for m in self.service.messages(conversation_id)
         ]
 
-    def ask(self, doc_id: str, question: str, answer: dict | AnswerChoices, conversation_id: int | None):
+    def ask(
+        self,
+        doc_id: str,
+        question: str,
+        answer: dict | AnswerChoices,
+        conversation_id: int | None,
+        stop: Callable[[], bool] | None = None,
+        on_stage: Callable[[AskStage], None] | None = None,
+    ):
         """(answer pieces, stats) with the Settings tab's answer choices (keys of AnswerChoices);
-        stats.conversation_id names the conversation once the answer is complete."""
+        stats.conversation_id names the conversation once the answer is complete. `stop` and `on_stage`: as
+        DocumentService.ask's."""
         if not (question or "").strip():
             raise ValueError("type a question first")
         settings = answer_choices(answer).answer_settings()
         doc_id = self._ready(doc_id)
-        pieces, stats, _ = self.service.ask(doc_id, question.strip(), settings, conversation_id=conversation_id)
+        pieces, stats, _ = self.service.ask(
+            doc_id, question.strip(), settings, conversation_id=conversation_id, stop=stop, on_stage=on_stage
+        )
         return pieces, stats
 
     def summarize(self, doc_id: str, answer: dict | AnswerChoices, new: bool = False) -> Iterator[tuple[str, str]]:
         """The document's summary as it is made, as (kind, text) pairs: ("status", line) before the work and
         before each part ("Summarizing part 2 of 5…", "Combining the parts…"), ("piece", text) for each piece
-        of the summary, ("wait", "") every WAIT_TICK_SECONDS without news (so that the reader can stop it), and a
+        of the summary, ("wait", "") every worker.TICK_SECONDS without news (so that the reader can stop it), and a
         last ("done", line) saying how it was made. The stored summary comes at once
         as one piece; `new` asks for a fresh one. Settings and the document are checked before it starts."""
         decoding = answer_choices(answer).answer_settings().decoding  # every setting checked, as for questions
@@ -486,6 +498,8 @@ class Workspace:
             return None, "the data folder is read-only, so it is not kept"
         chat = chat or {}
         conversation_id = chat.get("conversation_id") if chat.get("doc_id") == doc_id else None
+        if conversation_id is None and chat.get("doc_id") == doc_id:  # the chat's first answer is stored by now
+            conversation_id = self.turns.conversation_of(chat.get("turn"))
         if conversation_id is not None:
             conversation_id = self.continued_conversation(doc_id, conversation_id, chat.get("stamp"))
         try:
@@ -494,9 +508,6 @@ class Workspace:
             return None, "the document was deleted meanwhile, so it is not kept"
 
     # -- turns: a question or a summary request from the moment the page shows it --------------------------
-    def open_turn(self, doc_id: str, kind: str, text: str, conversation_id: int | None) -> str:
-        return self.turns.open(doc_id, kind, text, conversation_id)
-
     def stop_turn(self, turn_id: str | None, wait: float = 10.0) -> Turn | None:
         """Stop a turn (app/web/turns.py); one that had not started is stored here, asked and stopped."""
 
@@ -515,51 +526,64 @@ class Workspace:
         return self.turns.stop(turn_id, record_unstarted, wait)
 
     def _summary_updates(self, doc_id: str, decoding, new: bool) -> Iterator[tuple[str, str]]:
-        """Summarize in a thread, so the parts' progress (reported inside one step of the service's stream)
-        reaches the page while the work goes on. Closing this stream (Stop) ends the work at the next part or
-        piece, and a stopped summary is not stored."""
-        updates: queue.Queue = queue.Queue()
-        stopped = threading.Event()
-        parts: list[int] = []
+        """Summarize on a thread of its own (app/web/worker.py), so the parts' progress (reported inside one step
+        of the service's stream) reaches the page while the work goes on. Closing this stream (Stop) ends the
+        work within a layer of the model, and a stopped summary is not stored."""
         started = time.perf_counter()
+        parts: list[int] = []
 
-        def on_part(k: int, n: int) -> None:
-            if stopped.is_set():
-                raise _SummaryStopped
-            parts[:] = [n]
-            updates.put(("status", f"Summarizing part {k} of {n}…" if k <= n else "Combining the parts…"))
+        def work(put, closed) -> None:
+            def on_part(k: int, n: int) -> None:
+                if closed():
+                    raise AnswerStopped("the summary was stopped")
+                parts[:] = [n]
+                put("status", f"Summarizing part {k} of {n}…" if k <= n else "Combining the parts…")
 
-        def work() -> None:
             try:
-                pieces, stats = self.service.summarize(doc_id, decoding, new=new, on_part=on_part)
-                for piece in pieces:
-                    if stopped.is_set():
-                        getattr(pieces, "close", lambda: None)()  # a new summary ends unstored
-                        return
-                    updates.put(("piece", piece))
-                updates.put(("parts", stats.summary_parts))
-                updates.put(("done", _summary_note(stats.reused_summary, parts, time.perf_counter() - started)))
-            except _SummaryStopped:
-                pass
-            except BaseException as exc:  # handed to the reader of the stream, which raises it
-                updates.put(("error", exc))
+                with stopping_when(closed):
+                    pieces, stats = self.service.summarize(doc_id, decoding, new=new, on_part=on_part)
+                    for piece in until_stopped(pieces, closed, stats):
+                        put("piece", piece)
+            except AnswerStopped:
+                return
+            if closed():  # a new summary ends unstored
+                return
+            put("parts", stats.summary_parts)
+            put("done", _summary_note(stats.reused_summary, parts, time.perf_counter() - started))
 
         yield "status", "Summarizing…"
-        threading.Thread(target=work, name="infinipot-summary", daemon=True).start()
-        try:
-            while True:
-                try:
-                    kind, value = updates.get(timeout=WAIT_TICK_SECONDS)
-                except queue.Empty:  # no news: the reader may look whether it was stopped
-                    yield "wait", ""
-                    continue
-                if kind == "error":
-                    raise value
-                yield kind, value
-                if kind == "done":
-                    return
-        finally:
-            stopped.set()
+        for kind, value in updates_from(work, "infinipot-summary"):
+            yield kind, "" if value is None else value
+            if kind == "done":
+                return
+
+    def ask_updates(
+        self,
+        doc_id: str,
+        question: str,
+        answer: dict | AnswerChoices,
+        conversation_id: int | None,
+        stopped: Callable[[], bool],
+    ) -> Iterator[tuple[str, object]]:
+        """An answer as it is made, on a thread of its own (app/web/worker.py): ("stage", ask.progress.AskStage)
+        while the work goes on, ("piece", text) for each piece, ("wait", None) without news, and last ("done",
+        stats) once it is stored (stats.conversation_id). Once `stopped()` (the page's Stop) or once this stream
+        is closed, the work ends within a layer of the model and the answer is stored as far as it was given,
+        marked stopped."""
+
+        def work(put, closed) -> None:
+            def ended() -> bool:
+                return stopped() or closed()
+
+            def on_stage(stage) -> None:
+                put("stage", stage)
+
+            pieces, stats = self.ask(doc_id, question, answer, conversation_id, stop=ended, on_stage=on_stage)
+            for piece in pieces:
+                put("piece", piece)
+            put("done", stats)
+
+        return updates_from(work, "infinipot-answer")
 
     def source_place(self, doc_id: str, token: int, quote: str = "") -> dict:
         """Where the kept-tokens window opens for a cited place, and the quoted sentence's tokens in it: {"start",
@@ -674,10 +698,6 @@ class Workspace:
             samples, live = (log or {}).get("samples", []), False
         last = samples[-1] if samples else None
         return {"live": live, "samples": samples, "rows": kept_view.memory_rows(samples), "last": last}
-
-
-class _SummaryStopped(Exception):
-    """The page stopped reading the summary: the work ends at the next part."""
 
 
 def _summary_note(reused: bool, parts: list[int], seconds: float) -> str:

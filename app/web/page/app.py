@@ -9,7 +9,7 @@ import gradio as gr
 
 from infinipot.app.web.page import render
 from infinipot.app.web.page.follow_panel import FollowPanel
-from infinipot.app.web.page.handlers import ALL_HEADS, KEPT_TAB, MEMORY_SERIES, Handlers
+from infinipot.app.web.page.handlers import ALL_HEADS, CHAT_BUTTONS, KEPT_TAB, MEMORY_SERIES, Handlers
 from infinipot.app.web.page.questions import QuestionFeatures
 
 INTRO = (
@@ -115,7 +115,8 @@ class InfiniPotApp:
                 with gr.Row():
                     c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
                     c.head = gr.Dropdown(
-                        label="Attention group (a KV head)",
+                        label="Attention view",
+                        info="Each view kept its own tokens; 'all heads' shows how many views kept each one",
                         choices=[ALL_HEADS, "0"],
                         value="0",
                         allow_custom_value=True,
@@ -381,7 +382,7 @@ class InfiniPotApp:
             c.contrast,
             c.stop_on_repeat,
         ]
-        buttons = [c.cancel, c.resume, c.delete, c.ask, c.summarize, c.new_summary]  # as handlers.button_states
+        buttons = [c.cancel, c.resume, c.delete, *(getattr(c, name) for name in CHAT_BUTTONS)]  # as button_states
         refresh = dict(fn=h.refresh, inputs=[c.doc, c.seen], outputs=[c.library, c.doc, c.progress, c.seen, *buttons])
         chosen = [c.chatbot, c.chat, c.history, c.progress, c.summary_status]
         selected = dict(fn=h.select, inputs=c.doc, outputs=chosen)
@@ -407,7 +408,9 @@ class InfiniPotApp:
         question_shown = dict(fn=h.show_question, inputs=[c.doc, c.question, c.chatbot, c.chat, *answers])
         question_shown.update(outputs=[c.chatbot, c.question, c.chat], queue=False, show_progress="hidden")
         ask = dict(fn=h.ask, inputs=[c.chat, *answers], outputs=[c.chatbot, c.chat, c.history])
-        ask.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden")
+        # Every question asked gets its own answer event, also while the one before is answered: the default
+        # trigger mode ("once") would drop a question asked while an answer runs.
+        ask.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden", trigger_mode="multiple")
         c.ask.click(**question_shown, api_name="show_question", api_visibility="private").success(
             **ask, api_name="answer_shown", api_visibility="private"
         )
@@ -417,7 +420,7 @@ class InfiniPotApp:
         request = dict(fn=h.show_summary_request, inputs=[c.doc, c.chatbot, c.chat, *answers])
         request.update(outputs=[c.summary_status, c.chatbot, c.chat], queue=False, show_progress="hidden")
         summary = dict(inputs=[c.chat, *answers], outputs=[c.summary_status, c.chatbot, c.chat, c.history])
-        summary.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden")
+        summary.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden", trigger_mode="multiple")
         c.summarize.click(**request, api_name="show_summary", api_visibility="private").success(
             h.summarize, **summary, api_name="summary_shown", api_visibility="private"
         )

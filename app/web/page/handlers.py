@@ -14,7 +14,7 @@ import pandas as pd
 
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.web.numbers import whole_number
-from infinipot.app.web.page import render, sources
+from infinipot.app.web.page import chat_view, render, sources
 from infinipot.app.web.turns import QUESTION, SUMMARY
 from infinipot.app.web.wording import ALL_DOCUMENTS, SUMMARY_REQUEST, document_options
 
@@ -138,6 +138,16 @@ def _is_waiting(content) -> bool:
     return text.startswith("*") and text.endswith("…*")
 
 
+def _is_queued(message: dict) -> bool:
+    """Whether a Chatbot message is a waiting question's bubble (chat_view.waiting_text)."""
+    return str(message.get("content") or "").startswith("*Waiting")
+
+
+def _session(request: gr.Request | None) -> str | None:
+    """The browser session an event came from (None: a direct call): its events run in the order it sent them."""
+    return getattr(request, "session_hash", None)
+
+
 def _stage(text: str) -> str:
     """A step of the work, shown in the answer's bubble until the answer's first words replace it."""
     return f"*{text.strip()}*"
@@ -179,12 +189,14 @@ def _button_updates(states: tuple) -> list[dict]:
     return [gr.update(interactive=state) for state in library] + [gr.update(interactive=state) for state in chat]
 
 
-# With All documents chosen: nothing to cancel, resume or delete; Ask, but no summary (one per document).
-ALL_DOCUMENTS_BUTTONS = (False, False, False, (True, False, False))
+# With All documents chosen: nothing to cancel, resume or delete; Ask and Ask across documents, but no summary
+# (one per document) and no re-read (of one document).
+ALL_DOCUMENTS_BUTTONS = (False, False, False, (True, False, False, False, True))
 
 
-# The Chat tab's buttons that need a document read (after the Library tab's Cancel, Resume and Delete).
-CHAT_BUTTONS = ("ask", "summarize", "new_summary")
+# The Chat tab's buttons that need a document read (after the Library tab's Cancel, Resume and Delete): none
+# answers from a document still being read.
+CHAT_BUTTONS = ("ask", "summarize", "new_summary", "reread", "ask_across")
 NO_DOCUMENT_LABEL = "Document: none yet (drop files into the Library tab)"
 
 
@@ -310,8 +322,8 @@ class Handlers:
         """The first click on Delete: say what will go and show the confirming button."""
         name = self.ws.document_name(doc_id)
         notice = (
-            f"Delete **{name}**? Its memory pot, conversations, summary and uploaded copy go, and cannot be brought "
-            "back. Press **Yes, delete it** to go on."
+            f"Delete **{name}**? What the model kept of it, its conversations, summary and uploaded copy go, and "
+            "cannot be brought back. Press **Yes, delete it** to go on."
         )
         return notice, gr.update(visible=True), gr.update(visible=True)
 
@@ -329,85 +341,114 @@ class Handlers:
 
     # -- chat --------------------------------------------------------------------------------------
     @user_errors
-    def show_question(self, doc_id, question, history, chat, *answer):
+    def show_question(self, doc_id, question, history, chat, request: gr.Request | None, *answer):
         """The question in the chat the moment it is sent, with a line saying what happens until the first
-        words, and the box emptied; the queued answer (ask) takes it from there. A question that cannot be
-        asked (no document chosen, an empty box) is one line, and nothing is shown."""
+        words (or its place in line), and the box emptied; the queued answer (ask) takes it from there. A
+        question that cannot be asked (no document chosen, an empty box) is one line, and nothing is shown."""
         question = (question or "").strip()
         if not question:
             raise ValueError("type a question first")
         if doc_id == ALL_DOCUMENTS:
-            state = self._open_library_turn(question, history, answer)
+            state = self._open_library_turn(question, history, answer, request)
         else:
-            state = self._open_turn(doc_id, QUESTION, question, chat, answer)
-        waiting = PENDING_ANSWER if self.ws.model_loaded() else PENDING_FIRST_ANSWER
-        shown = [*(history or []), {"role": "user", "content": question}, {"role": "assistant", "content": waiting}]
+            state = self._open_turn(doc_id, QUESTION, question, chat, answer, request)
+        shown = [*(history or []), {"role": "user", "content": question}, self._first_bubble(state["turn"])]
         return shown, "", state
 
-    def _open_turn(self, doc_id, kind: str, text: str, chat: dict | None, answer: tuple) -> dict:
+    def _first_bubble(self, turn_id: str) -> dict:
+        """A new turn's answer bubble: what it waits for (the model loading, the search), or its place in line."""
+        place = self.ws.turns.place(turn_id)
+        if place:
+            return {"role": "assistant", "content": chat_view.waiting_text(place)}
+        waiting = PENDING_ANSWER if self.ws.model_loaded() else PENDING_FIRST_ANSWER
+        return {"role": "assistant", "content": waiting}
+
+    def _open_turn(self, doc_id, kind: str, text: str, chat: dict | None, answer: tuple, request) -> dict:
         """Check the answer settings and the document (one line each when they cannot answer: nothing is shown
         then), open the turn, and return the chat's state that carries it."""
         self.ws.check_answers(answers_from_values(answer))  # impossible settings: one line, nothing asked
         self.ws.ready(doc_id)
-        conversation_id = self._continued(chat, doc_id)
-        turn = self.ws.open_turn(doc_id, kind, text, conversation_id)
+        chat = chat or {}
+        previous = None
+        if chat.get("doc_id") == doc_id and chat.get("conversation_id") is None:
+            # A new chat whose first turn may not be stored yet: this one goes where that one is stored.
+            previous = chat.get("turn")
+            known = self.ws.turns.conversation_of(previous)
+            conversation_id = None if known is None else self.ws.continued_conversation(doc_id, known, None)
+        else:
+            conversation_id = self._continued(chat, doc_id)
+        turn = self.ws.turns.open(doc_id, kind, text, conversation_id, previous, _session(request))
         return {**self._chat_state(doc_id, conversation_id), "turn": turn}
 
-    def _open_library_turn(self, question: str, history, answer: tuple) -> dict:
-        """A question to All documents: its turn, and the chat as shown before it (no conversation holds it)."""
+    def _open_library_turn(self, question: str, history, answer: tuple, request) -> dict:
+        """A question to All documents: its turn, with the chat as shown before it (no conversation holds it)."""
         self.ws.check_answers(answers_from_values(answer))
         if self.ws.ready_count() < 1:
             raise ValueError("no document is ready yet; ask when one is read")
-        turn = self.ws.open_turn(ALL_DOCUMENTS, QUESTION, question, None)
-        return {"doc_id": ALL_DOCUMENTS, "conversation_id": None, "turn": turn, "earlier": list(history or [])}
+        earlier = [m for m in history or [] if not _is_waiting(m.get("content"))]
+        turn = self.ws.turns.open(ALL_DOCUMENTS, QUESTION, question, None, session=_session(request), earlier=earlier)
+        return {"doc_id": ALL_DOCUMENTS, "conversation_id": None, "turn": turn}
 
-    def ask(self, chat, *answer):
-        """Stream the answer to the question show_question put in the chat, with the Settings tab's answer
-        choices (`answer`: values in ANSWER_NAMES order); once it is stored, the chat shows it as stored."""
-        turn_id = (chat or {}).get("turn")
-        turn = self.ws.turns.start(turn_id)
+    def ask(self, chat, request: gr.Request | None, *answer):
+        """Stream the answer to the question show_question put in the chat: the session's first question that
+        waits (a later question may have changed the chat's state since), with the Settings tab's answer choices
+        (`answer`: values in ANSWER_NAMES order). The passage looked at and the stage show until the answer
+        comes; once it is stored, the chat shows it as stored, with the questions still waiting after it."""
+        turn_id, turn = self.ws.turns.start_next(_session(request), QUESTION)
         if turn is None:  # stopped before it started: Stop stored it and shows it
             yield gr.skip(), gr.skip(), gr.skip()
             return
         if turn.doc_id == ALL_DOCUMENTS:
-            yield from self._ask_library(turn_id, turn, chat, answer)
+            yield from self._ask_library(turn_id, turn, answer)
             return
         earlier = _chat(self.ws.messages(turn.conversation_id))
         asked = {"role": "user", "content": turn.text}
-        conversation_id = None
+        text, waiting, looked_at, stats = "", PENDING_ANSWER, None, None
+
+        def shown(content) -> list[dict]:  # a new list per update: the page gets each state of the stream
+            bubble = {"role": "assistant", "content": content}
+            return [*earlier, asked, bubble, *chat_view.queued_messages(self.ws.turns.queued_after(turn_id))]
+
         try:
-            pieces, stats = self.ws.ask(turn.doc_id, turn.text, answers_from_values(answer), turn.conversation_id)
-            history = [*earlier, asked, {"role": "assistant", "content": ""}]
-            try:
-                for piece in pieces:
-                    if turn.stopped:  # Stop: the answer ends at its next piece
-                        break
-                    history[-1]["content"] += piece
-                    yield history, chat, gr.skip()
-            finally:
-                pieces.close()  # an answer stopped before its end is stored as far as it got, marked stopped
-                conversation_id = stats.conversation_id
-        except USER_ERRORS as exc:
-            yield (
-                [*earlier, asked, _not_done("Not answered", exc)],
-                self._chat_state(turn.doc_id, turn.conversation_id),
-                gr.skip(),
+            updates = self.ws.ask_updates(
+                turn.doc_id, turn.text, answers_from_values(answer), turn.conversation_id, lambda: turn.stopped
             )
+            queued = None
+            yield shown(waiting), gr.skip(), gr.skip()  # a question that waited in line: its turn has come
+            for kind, value in updates:
+                if kind == "done":
+                    stats = value
+                    continue
+                if turn.stopped:  # Stop shows the answer as stored once its work has ended
+                    continue
+                if kind == "stage":
+                    looked_at = value.citation or looked_at
+                    waiting = chat_view.stage_text(value, looked_at)
+                elif kind == "piece":
+                    text += value
+                elif kind == "wait":  # the places in line may have changed
+                    now = [id(t) for t, _ in self.ws.turns.queued_after(turn_id)]
+                    if now == queued:
+                        continue
+                    queued = now
+                yield shown(text or waiting), gr.skip(), gr.skip()
+        except USER_ERRORS as exc:
+            yield shown(_not_done("Not answered", exc)["content"]), gr.skip(), gr.skip()
             return
         finally:
-            self.ws.turns.finish(turn_id, conversation_id)
-        if conversation_id is None:  # not stored (a read-only data folder): shown as written
-            answer_text = history[-1]["content"].strip() or EMPTY_ANSWER
-            history[-1] = sources.chat_message("assistant", answer_text, stats.citations, answerable=stats.answerable)
-            yield history, self._chat_state(turn.doc_id, turn.conversation_id), gr.skip()
+            self.ws.turns.finish(turn_id, stats.conversation_id if stats else None)
+        if stats.conversation_id is None:  # not stored (a read-only data folder): shown as written
+            message = sources.chat_message(
+                "assistant", text.strip() or EMPTY_ANSWER, stats.citations, turn.stopped, stats.answerable
+            )
+            yield shown(message["content"]), gr.skip(), gr.skip()
             return
-        yield self._stored_chat(turn.doc_id, conversation_id)
+        yield self._stored_chat(turn.doc_id, stats.conversation_id, turn_id)
 
-    def _ask_library(self, turn_id: str, turn, chat: dict, answer: tuple):
+    def _ask_library(self, turn_id: str, turn, answer: tuple):
         """The answer of All documents, streamed under the chat as it was; its sources name their documents."""
-        earlier = list((chat or {}).get("earlier") or [])
+        earlier = turn.earlier
         asked = {"role": "user", "content": turn.text}
-        state = {"doc_id": ALL_DOCUMENTS, "conversation_id": None}
         text, stats = "", None
         try:
             pieces, stats = self.ws.ask_library(turn.text, answers_from_values(answer))
@@ -416,11 +457,11 @@ class Handlers:
                     if turn.stopped:
                         break
                     text += piece
-                    yield [*earlier, asked, {"role": "assistant", "content": text}], chat, gr.skip()
+                    yield [*earlier, asked, {"role": "assistant", "content": text}], gr.skip(), gr.skip()
             finally:
                 pieces.close()
         except USER_ERRORS as exc:
-            yield [*earlier, asked, _not_done("Not answered", exc)], state, gr.skip()
+            yield [*earlier, asked, _not_done("Not answered", exc)], gr.skip(), gr.skip()
             return
         finally:
             self.ws.turns.finish(turn_id, None)
@@ -431,20 +472,39 @@ class Handlers:
             stopped=turn.stopped,
             answerable=stats.answerable,
         )
-        yield [*earlier, asked, message], state, gr.skip()
+        yield [*earlier, asked, message], gr.skip(), gr.skip()
 
-    def ask_api(self, doc_id, question, chat, *answer):
+    def ask_api(self, doc_id, question, chat, request: gr.Request | None, *answer):
         """The /ask API: (chat, question box, chat state, conversations) as the question is shown and answered."""
-        history, box, chat = self.show_question(doc_id, question, [], chat, *answer)
-        for shown, state, conversations in self.ask(chat, *answer):
-            yield shown, box, state, conversations
+        history, box, chat = self.show_question(doc_id, question, [], chat, request, *answer)
+        updates = ((shown, box, chat, conversations) for shown, _, conversations in self.ask(chat, request, *answer))
+        yield from self._last_naming_conversation(updates, 2)
 
-    def _stored_chat(self, doc_id, conversation_id: int) -> tuple[list[dict], dict, dict]:
-        """(chat, chat state, conversations): the conversation as stored, which is what a reload shows."""
+    def _last_naming_conversation(self, updates, state_at: int):
+        """An API call's updates, the last one's chat state (at `state_at`) naming the conversation its turn was
+        stored in."""
+        last = None
+        for update in updates:
+            if last is not None:
+                yield last
+            last = update
+        if last is None:
+            return
+        chat = last[state_at]
+        conversation_id = self.ws.turns.conversation_of(chat.get("turn"))
+        if conversation_id is not None and chat.get("doc_id") != ALL_DOCUMENTS:
+            chat = {**chat, **self._chat_state(chat["doc_id"], conversation_id)}
+        yield (*last[:state_at], chat, *last[state_at + 1 :])
+
+    def _stored_chat(self, doc_id, conversation_id: int, turn_id: str | None = None) -> tuple[list[dict], dict, dict]:
+        """(chat, chat state, conversations): the conversation as stored, which is what a reload shows, with the
+        questions of the session still waiting after `turn_id`; the chat state is left as it is (a question
+        asked meanwhile holds it)."""
         choices = conversation_choices(self.ws.conversations(doc_id))
+        waiting = chat_view.queued_messages(self.ws.turns.queued_after(turn_id))
         return (
-            _chat(self.ws.messages(conversation_id)),
-            self._chat_state(doc_id, conversation_id),
+            [*_chat(self.ws.messages(conversation_id)), *waiting],
+            gr.skip(),
             gr.update(choices=choices, value=conversation_id),
         )
 
@@ -462,25 +522,35 @@ class Handlers:
     def _chat_state(self, doc_id, conversation_id: int | None) -> dict:
         return chat_state(self.ws, doc_id, conversation_id)
 
-    def mark_stopped(self, history, chat):
-        """Stop was pressed: the answer or summary being written ends at its next piece, and the chat shows it
-        as stored, which is what a reload shows (the answer's own stream shows it so too once it has ended);
-        nothing changes when none was being written."""
+    def mark_stopped(self, history, chat, request: gr.Request | None = None):
+        """Stop was pressed: the session's answer or summary being made (else the next waiting) ends within a
+        second and is stored as far as it was shown; the chat then shows the conversation as stored, which is what
+        a reload shows, with the questions still waiting after it. Nothing changes when none was being made."""
         chat = dict(chat or {})
         side = chat.pop("side", False)  # a re-read's or an across answer: cancelled by the page, not stored
-        turn = self.ws.stop_turn(chat.pop("turn", None), wait=STOP_WAIT_SECONDS)
+        turn_id = self.ws.turns.to_stop(_session(request))
+        turn = self.ws.stop_turn(turn_id, wait=STOP_WAIT_SECONDS)
         if turn is None and side and history and history[-1].get("role") == "assistant":
             last = history[-1].get("content")
             return [*history[:-1], {**history[-1], "content": _with_stopped_mark(last)}], chat, gr.skip()
         if turn is None:
             return gr.skip(), gr.skip(), gr.skip()
         if turn.finished.is_set() and turn.conversation_id is not None:
-            return self._stored_chat(turn.doc_id, turn.conversation_id)
-        # Still between pieces (the model is finding the passages), or not stored (a read-only data folder).
+            shown, _, conversations = self._stored_chat(turn.doc_id, turn.conversation_id, turn_id)
+            state = (
+                {**chat, **self._chat_state(turn.doc_id, turn.conversation_id)}
+                if turn.doc_id == chat.get("doc_id")
+                else chat
+            )
+            return shown, state, conversations
+        # Not stored yet (its work still ends), or not stored at all (a read-only data folder): its bubble marked.
         history = list(history or [])
-        if history and history[-1].get("role") == "assistant":
-            content = history[-1].get("content")
-            history[-1] = {**history[-1], "content": _with_stopped_mark("" if _is_waiting(content) else content)}
+        answered = [i for i, m in enumerate(history) if m.get("role") == "assistant" and not _is_queued(m)]
+        if answered:
+            index = answered[-1]
+            content = history[index].get("content")
+            stopped = _with_stopped_mark("" if _is_waiting(content) else content)
+            history[index] = {**history[index], "content": stopped}
         return history, gr.skip(), gr.skip()
 
     def new_chat(self, doc_id):
@@ -502,41 +572,46 @@ class Handlers:
         return place["start"], gr.update(selected=KEPT_TAB), place["quoted"], shown
 
     @user_errors
-    def show_summary_request(self, doc_id, history, chat, *answer):
+    def show_summary_request(self, doc_id, history, chat, request: gr.Request | None, *answer):
         """ "Summarize this file" in the chat the moment it is pressed, with the first step in the answer's
-        bubble; the queued summary (summarize or new_summary) takes it from there."""
-        state = self._open_turn(doc_id, SUMMARY, SUMMARY_REQUEST, chat, answer)
-        request = {"role": "user", "content": SUMMARY_REQUEST}
-        shown = [*(history or []), request, {"role": "assistant", "content": _stage("Starting the summary…")}]
-        return "", shown, state
+        bubble (or its place in line); the queued summary (summarize or new_summary) takes it from there."""
+        state = self._open_turn(doc_id, SUMMARY, SUMMARY_REQUEST, chat, answer, request)
+        request_message = {"role": "user", "content": SUMMARY_REQUEST}
+        place = self.ws.turns.place(state["turn"])
+        first = chat_view.waiting_text(place) if place else _stage("Starting the summary…")
+        return "", [*(history or []), request_message, {"role": "assistant", "content": first}], state
 
-    def summary_api(self, doc_id, chat, *answer, new: bool = False):
+    def summary_api(self, doc_id, chat, request: gr.Request | None, *answer, new: bool = False):
         """The /summarize and /summarize_new APIs: (status, chat, chat state, conversations) as it is made."""
-        status, history, chat = self.show_summary_request(doc_id, [], chat, *answer)
-        yield from self._summary(chat, answer, new)
+        status, history, chat = self.show_summary_request(doc_id, [], chat, request, *answer)
+        updates = (
+            (status, shown, chat, conversations)
+            for status, shown, _, conversations in self._summary(answer, new, request)
+        )
+        yield from self._last_naming_conversation(updates, 2)
 
-    def summarize(self, chat, *answer):
+    def summarize(self, chat, request: gr.Request | None, *answer):
         """(status line, chat, chat state, conversations): the summary as a message of the conversation, the stored
         one at once, else its stage ("part 2 of 5") in its bubble and then the summary streamed; kept in the
         conversation once complete, or as far as it got when stopped."""
-        yield from self._summary(chat, answer, new=False)
+        yield from self._summary(answer, False, request)
 
-    def new_summary(self, chat, *answer):
+    def new_summary(self, chat, request: gr.Request | None, *answer):
         """A fresh summary in place of the stored one."""
-        yield from self._summary(chat, answer, new=True)
+        yield from self._summary(answer, True, request)
 
-    def _summary(self, chat, answer: tuple, new: bool):
-        turn_id = (chat or {}).get("turn")
-        turn = self.ws.turns.start(turn_id)
+    def _summary(self, answer: tuple, new: bool, request):
+        turn_id, turn = self.ws.turns.start_next(_session(request), SUMMARY)
         if turn is None:  # stopped before it started: Stop stored it and shows it
             yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
             return
         earlier = _chat(self.ws.messages(turn.conversation_id)) + [{"role": "user", "content": SUMMARY_REQUEST}]
 
-        def shown(text: str) -> list[dict]:  # a new list per update: the page gets each state of the stream
-            return [*earlier, {"role": "assistant", "content": text}]
+        def shown(content) -> list[dict]:  # a new list per update: the page gets each state of the stream
+            queued = chat_view.queued_messages(self.ws.turns.queued_after(turn_id))
+            return [*earlier, {"role": "assistant", "content": content}, *queued]
 
-        text, note, conversation_id, parts = "", None, None, []
+        text, note, conversation_id, parts, summary = "", None, None, [], ""
         try:
             updates = self.ws.summarize(turn.doc_id, answers_from_values(answer), new)
             for kind, value in updates:
@@ -545,9 +620,9 @@ class Handlers:
                     break
                 if kind == "piece":
                     text += value
-                    yield "", shown(text), chat, gr.skip()
+                    yield "", shown(text), gr.skip(), gr.skip()
                 elif kind == "status":
-                    yield "", shown(text or _stage(value)), chat, gr.skip()
+                    yield "", shown(text or _stage(value)), gr.skip(), gr.skip()
                 elif kind == "parts":
                     parts = value
                 elif kind == "done":
@@ -558,12 +633,7 @@ class Handlers:
             conversation_id = self.ws.record_summary(turn.doc_id, summary, turn.conversation_id, note, parts=parts)
         except USER_ERRORS as exc:
             note = ""
-            yield (
-                "",
-                [*earlier, _not_done("Not summarized", exc)],
-                self._chat_state(turn.doc_id, turn.conversation_id),
-                gr.skip(),
-            )
+            yield "", shown(_not_done("Not summarized", exc)["content"]), gr.skip(), gr.skip()
             return
         finally:
             if note is None:  # stopped: kept in the conversation as far as it got, not as the document's summary
@@ -573,9 +643,9 @@ class Handlers:
             self.ws.turns.finish(turn_id, conversation_id)
         if conversation_id is None:  # not stored (a read-only data folder): shown as written
             message = sources.outline_message(summary, parts) if parts else {"role": "assistant", "content": summary}
-            yield note, [*earlier, message], self._chat_state(turn.doc_id, turn.conversation_id), gr.skip()
+            yield note, [*earlier, message], gr.skip(), gr.skip()
             return
-        yield note, *self._stored_chat(turn.doc_id, conversation_id)
+        yield note, *self._stored_chat(turn.doc_id, conversation_id, turn_id)
 
     # -- what the model kept -----------------------------------------------------------------------
     @user_errors
@@ -607,7 +677,7 @@ class Handlers:
             *_memory_frames(memory["rows"]),
             render.memory_caption(memory),
             data,
-            gr.update(choices=heads, label=f"Attention group, a KV head (0-{window['kv_heads'] - 1}, or all)"),
+            gr.update(choices=heads, label=f"Attention view (0-{window['kv_heads'] - 1}, or all)"),
             window["start"],
             gr.update(label=f"Layer (0-{window['layers'] - 1})"),
             gr.update(value=window["page"] or 1, label=f"Go to page (PDF page 1-{pages})" if pages else "Go to page"),

@@ -20,7 +20,7 @@ class QuestionFeatures:
 
     def layout(self, c) -> None:
         with gr.Row():
-            c.reread = gr.Button("Read again for this question", elem_id="ip-reread")
+            c.reread = gr.Button("Read again for this question", elem_id="ip-reread", interactive=False)
             c.across_docs = gr.Dropdown(
                 label="Ask across documents (two or more ready documents)",
                 choices=[],
@@ -29,7 +29,7 @@ class QuestionFeatures:
                 elem_id="ip-across-docs",
                 scale=3,
             )
-            c.ask_across = gr.Button("Ask across documents", elem_id="ip-ask-across")
+            c.ask_across = gr.Button("Ask across documents", elem_id="ip-ask-across", interactive=False)
 
     def wire(self, c, blocks: gr.Blocks, answers: list) -> list:
         """Wire this feature's events (`answers`: the Settings tab's answer components, in handlers.ANSWER_NAMES

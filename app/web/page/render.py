@@ -79,7 +79,10 @@ def upload_notice(results: list[dict], known: dict[str, str] | None = None) -> s
     for result in results:
         if result["ok"] and result.get("doc_id") in known:
             same = known[result["doc_id"]]
-            lines.append(f"- **{result['name']}** has the same content as **{same}**, already in the library")
+            if same == result["name"]:
+                lines.append(f"- **{same}** is already in the library (the same file): its memory is reused")
+            else:
+                lines.append(f"- **{result['name']}** has the same content as **{same}**, already in the library")
         elif result["ok"]:
             lines.append(f"- **{result['name']}** added to the library")
         else:
@@ -117,12 +120,14 @@ def progress_text(snapshot: dict | None) -> str:
         f"{rate:,.0f} tokens/s" if rate else "- tokens/s",
     ]
     if status == "reading":
-        parts.append(f"ETA {duration(snapshot['eta_seconds'])}")
+        eta = snapshot["eta_seconds"]
+        parts.append("ETA after the first steps" if eta is None else f"ETA {duration(eta)}")
         return f"{name}: reading · " + " · ".join(parts)
     if status == "done":
-        how = "read before, reused" if snapshot.get("reused") else f"read in {duration(snapshot['elapsed_seconds'])}"
         notes = "".join(f" · {warning}" for warning in snapshot.get("warnings", []))
-        return f"{name}: ready · " + " · ".join(parts) + f" · {how}{notes}"
+        if snapshot.get("reused"):  # nothing was read now: a rate would be the stored pot's loading, not reading
+            return f"{name}: ready · " + " · ".join(parts[:2]) + f" · read before, reused{notes}"
+        return f"{name}: ready · " + " · ".join(parts) + f" · read in {duration(snapshot['elapsed_seconds'])}{notes}"
     if status == "cancelled":
         return f"{name}: cancelled · " + " · ".join(parts) + f" · {RESUME_CONTINUES}"
     if status == "interrupted":
