@@ -398,6 +398,31 @@ class Workspace:
         settings = answer_choices(answer).answer_settings()
         return self.service.ask_library(question.strip(), None, settings)
 
+    def library_updates(
+        self, question: str, answer: dict | AnswerChoices, stopped: Callable[[], bool]
+    ) -> Iterator[tuple[str, object]]:
+        """ask_library's answer on a thread of its own (app/web/worker.py): ("piece", text) for each piece, ("wait",
+        None) without news, and ("done", stats) once complete; once `stopped()` (or the stream closed) the work
+        ends within a layer of the model, and a stop during the search ends it without "done"."""
+
+        def work(put, closed) -> None:
+            def ended() -> bool:
+                return stopped() or closed()
+
+            try:
+                with stopping_when(ended):
+                    pieces, stats = self.ask_library(question, answer)
+                    for piece in pieces:
+                        if ended():
+                            pieces.close()
+                            break
+                        put("piece", piece)
+            except AnswerStopped:
+                return
+            put("done", stats)
+
+        return updates_from(work, "infinipot-library-answer")
+
     def conversations(self, doc_id: str) -> list[dict]:
         return self.service.conversations(doc_id) if doc_id else []
 

@@ -2,13 +2,16 @@
 checked answer (issue 55).
 
     PYTHONPATH=. python -m benchmarks.devset.evidence_latency --home H [--docs DIR] [--every 3] [--out DIR]
+        [--stops 10]
 
 Serves the app on a loopback port over `--home` (the development documents read there, as
 `benchmarks.devset.grounded` reads them), warms the model with one question, then asks every `--every`-th
 answerable development question through the app's own /ask API (gradio_client, as the page's events stream) and
 notes, from the moment each is submitted, when its answer bubble first says "Looking at" (the passage looked at,
 with its page or line) and when the checked answer replaces it. Prints and writes medians per half and overall to
-`<out>/evidence-latency.md`.
+`<out>/evidence-latency.md`. With `--stops N`, the first N of those questions are also asked in-process once per
+stage (the search, the reranker, the judge, the hidden writer), Stop is set 0.2 s into that stage, and the seconds
+until the answer's stream has ended are noted (the app's Stop waits for exactly that).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -52,6 +56,33 @@ def timed_ask(client, doc_id: str, question: str) -> dict:
     return {"first_evidence": evidence, "answer": answer}
 
 
+def stop_latency(service, doc_id: str, question: str, stage: str, into: float = 0.2) -> float | None:
+    """Seconds from a Stop set `into` s after the answer reached `stage` ("search": the ask itself) until its
+    stream has ended; None when the answer never reached that stage (the writer runs only in doubt)."""
+    stop = threading.Event()
+    set_at: list[float] = []
+
+    def press() -> None:
+        set_at.append(time.perf_counter())
+        stop.set()
+
+    def on_stage(seen) -> None:
+        if seen.kind == stage:
+            threading.Timer(into, press).start()
+
+    if stage == "search":
+        threading.Timer(into, press).start()
+    pieces, stats, _ = service.ask(doc_id, question, stop=stop.is_set, on_stage=on_stage, record=False)
+    for _ in pieces:
+        pass
+    ended = time.perf_counter()
+    time.sleep(into + 0.05)  # a timer not yet fired: the answer ended before the Stop
+    return ended - set_at[0] if set_at and set_at[0] <= ended and stats.stopped_by == "reader" else None
+
+
+STOP_STAGES = ("search", "looking", "weighing", "writing")
+
+
 def _median(values) -> float | None:
     values = [v for v in values if v is not None]
     return round(statistics.median(values), 2) if values else None
@@ -63,6 +94,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--every", type=int, default=3, help="ask every n-th answerable question")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--stops", type=int, default=0, help="questions asked once per stage and stopped there")
     args = parser.parse_args()
     os.environ["INFINIPOT_HOME"] = str(args.home)
     from gradio_client import Client
@@ -107,6 +139,16 @@ def main() -> None:
         within = sum(r["first_evidence"] is not None and r["first_evidence"] < 1.0 for r in part)
         evidence, answer = _median(r["first_evidence"] for r in part), _median(r["answer"] for r in part)
         lines.append(f"| {half} | {len(part)} | {evidence} | {within}/{len(part)} | {answer} |")
+    if args.stops:
+        lines += ["", "| Stop set 0.2 s into | stops | seconds to the end, median | longest |", "|---|---:|---:|---:|"]
+        for stage in STOP_STAGES:
+            seconds = [
+                s
+                for q in questions[: args.stops]
+                if (s := stop_latency(service, doc_ids[q["document"]], q["question"], stage)) is not None
+            ]
+            longest = round(max(seconds), 2) if seconds else None
+            lines.append(f"| {stage} | {len(seconds)} | {_median(seconds)} | {longest} |")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "evidence-latency.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

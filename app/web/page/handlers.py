@@ -451,15 +451,13 @@ class Handlers:
         asked = {"role": "user", "content": turn.text}
         text, stats = "", None
         try:
-            pieces, stats = self.ws.ask_library(turn.text, answers_from_values(answer))
-            try:
-                for piece in pieces:
-                    if turn.stopped:
-                        break
-                    text += piece
+            updates = self.ws.library_updates(turn.text, answers_from_values(answer), lambda: turn.stopped)
+            for kind, value in updates:
+                if kind == "done":
+                    stats = value
+                elif kind == "piece" and not turn.stopped:
+                    text += value
                     yield [*earlier, asked, {"role": "assistant", "content": text}], gr.skip(), gr.skip()
-            finally:
-                pieces.close()
         except USER_ERRORS as exc:
             yield [*earlier, asked, _not_done("Not answered", exc)], gr.skip(), gr.skip()
             return
@@ -467,10 +465,10 @@ class Handlers:
             self.ws.turns.finish(turn_id, None)
         message = sources.chat_message(
             "assistant",
-            text.strip() or EMPTY_ANSWER,
-            sources.library_citations(stats.citations),
+            text.strip() or ("" if turn.stopped else EMPTY_ANSWER),
+            sources.library_citations(stats.citations) if stats else [],
             stopped=turn.stopped,
-            answerable=stats.answerable,
+            answerable=stats.answerable if stats else True,
         )
         yield [*earlier, asked, message], gr.skip(), gr.skip()
 
