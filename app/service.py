@@ -435,6 +435,7 @@ class DocumentService:
             pot_entries=settings.evidence.pot_entries,
             question_first=settings.evidence.question_first,
             on_writing=None if tell is None else lambda: tell(AskStage("writing", WRITING)),
+            absent=lambda: evidence.absent_words(self.library, stored, question),
         )
         for piece in pieces:
             if verdict.reason == "earlier" and not stats.answered_by:

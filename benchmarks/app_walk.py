@@ -1,4 +1,5 @@
-"""Walk through the web app as a new user would and take named screenshots of issue 33's items (and issue 32's, 13-15).
+"""Walk through the web app as a new user would and take named screenshots of issue 33's items (and issue 32's, 13-15;
+issue 54's, 16; issue 55's small things, 17).
 
 The same walk runs against any checkout, so the screenshots of the old code ("before") and of the fixed code
 ("after") can be put side by side:
@@ -922,6 +923,248 @@ def item16_summary_outline(walk: Walk) -> None:
     walk.shot("item16-part-opened", "what a part of the outline opens: the document at its place", full=True)
 
 
+# -- issue 55 item 4: six small things -----------------------------------------------------------------------------
+CODING_QUESTION = "What does asn1Coding do?"
+LOG_ONLY_QUESTION = "Which card processor timed out?"  # words only the log holds
+# A note small enough for its pot to hold all of it: its passages by words (the index's scores) answer for it.
+SMALL_NOTE = "harbour-note.txt"
+# Words the note's alone ("moorings", "harbour", "boats"): one place cited, then several.
+NOTE_QUESTIONS = ("Who takes questions about moorings?", "When do the boats leave, and who is the harbour master?")
+FOOTBALL_QUESTION = "Who won the 1998 football world cup?"
+NEW_READ = "GPL-3.txt"  # not in the walk's home: read by the app in step c
+READ_MOMENTS = (1, 3, 10, 15, 30, 50)  # seconds after the upload, for the progress line
+DOT_LEADERS = re.compile(r"(?:\.\s?){5,}")  # an index's or contents' dot leaders: "asn1_read_value ........ 23"
+
+
+def item17_small_things(walk: Walk) -> None:
+    """Issue 55 item 4: six small things, a to g.
+
+    The Sources shares of All documents (a), the Document list (e), a not-found answer's passages (g), the Delete
+    notice and the head control's label (d), the same file uploaded again (b), and a new read's progress line (c)
+    with the Chat tab's buttons while it is read (f)."""
+    with walk.step("item 17 e: the Document list opened"):
+        document_list(walk)
+    with walk.step("item 17 a: an All documents answer and its Sources shares"):
+        all_documents_shares(walk)
+    with walk.step("item 17 g: a not-found answer's closest passages"):
+        not_found_passages(walk)
+    with walk.step("item 17 d: the Delete notice, kept"):
+        delete_notice(walk)
+    with walk.step("item 17 d: the head control's label"):
+        head_label(walk)
+    with walk.step("item 17 b: the same file uploaded again"):
+        same_file_again(walk)
+    with walk.step("item 17 c and f: a new read's progress line, the Chat tab's buttons while it is read"):
+        new_read(walk)
+
+
+def document_list(walk: Walk) -> None:
+    walk.open()
+    walk.scroll_top()
+    walk.find("#ip-document input").click()
+    options = lambda: [o for o in walk.driver.find_elements(By.CSS_SELECTOR, "[role='option']") if o.is_displayed()]  # noqa: E731
+    wait_for(options, "the Document list's options", 15)
+    time.sleep(1)
+    walk.shot("item17-e-document-list", "the Document selector's list opened: how each document is named")
+    walk.log.line(f"    Document selector value: {walk.find('#ip-document input').get_attribute('value')!r}")
+    walk.log.line(f"    options: {[o.text.strip() for o in options()]}")
+    walk.find("#ip-document input").send_keys(Keys.ESCAPE)
+
+
+def all_documents_shares(walk: Walk) -> None:
+    """Two questions to All documents (the manual's, the log's); then a small note added, and a question only it
+    answers (from its passages by words: the index's scores were shown as shares, "1305%")."""
+    walk.open()
+    ask_all_documents(walk, (CODING_QUESTION, LOG_ONLY_QUESTION))
+    with expanded_chat(walk):
+        walk.element_shot(
+            "#ip-chat", "item17-a-all-documents-whole", "both All documents answers: their Sources lines and shares"
+        )
+    with walk.step(f"item 17 a: {SMALL_NOTE} added, a question only it answers"):
+        note = walk.scratch / SMALL_NOTE
+        note.write_text(NOTE, encoding="utf-8")
+        walk.upload(note)
+        wait_for(lambda: "ready" in walk.library_row(SMALL_NOTE), f"{SMALL_NOTE} read", READ_SECONDS, every=1)
+        walk.log.line(f"    row: {walk.library_row(SMALL_NOTE)}")
+        walk.open()
+        ask_all_documents(walk, NOTE_QUESTIONS)
+        with expanded_chat(walk):
+            walk.element_shot("#ip-chat", "item17-a-all-documents-note", f"All documents answers from {SMALL_NOTE}")
+
+
+def ask_all_documents(walk: Walk, questions: tuple[str, ...]) -> None:
+    walk.pick_option("#ip-document input", "All documents")
+    wait_for(lambda: "All documents" in walk.find("#ip-document input").get_attribute("value"), "All documents", 15)
+    time.sleep(2)
+    walk.open_tab("Chat")
+    walk.scroll_top()
+    for question in questions:
+        walk.ask(question)
+        answer = walk.wait_answer(question)
+        walk.log.text(f"answer to {question!r}", answer, limit=4000)
+        log_shares(walk, answer)
+
+
+def log_shares(walk: Walk, answer: str) -> None:
+    """The answer's Sources line, its shares (the % of each place), their sum and whether they fall after the
+    first."""
+    heads = ("Sources:", "Closest passages:")
+    line = next((line.strip() for line in answer.splitlines() if line.strip().startswith(heads)), "")
+    walk.log.text("Sources line", line or "(no Sources line)")
+    places = line.split("(%:")[0].split(":", 1)[-1].split(" · ")
+    shares = [int(share) for place in places for share in re.findall(r"\((\d+)%\)", place)]
+    after_first = shares[1:]
+    falling = all(a >= b for a, b in zip(after_first, after_first[1:], strict=False))
+    walk.log.line(
+        f"    shares: {shares}, sum {sum(shares)}%, any over 100%: {any(s > 100 for s in shares)}, "
+        f"falling after the first: {falling}"
+    )
+
+
+def not_found_passages(walk: Walk) -> None:
+    walk.open()
+    walk.chat_about(PDF)
+    walk.ask(FOOTBALL_QUESTION)
+    answer = walk.wait_answer(FOOTBALL_QUESTION)
+    walk.log.text("answer", answer, limit=4000)
+    leaders = DOT_LEADERS.findall(answer)
+    walk.log.line(f"    dot leaders in the answer: {len(leaders)} {[leader[:20] for leader in leaders[:5]]}")
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item17-g-not-found", "the not-found answer with its closest passages")
+
+
+def delete_notice(walk: Walk) -> None:
+    walk.open()
+    walk.choose(PDF)
+    walk.open_tab("Library")
+    walk.press("Delete document")
+    wait_for(lambda: walk.find("#ip-confirm-delete").is_displayed(), "the confirming button", 15)
+    time.sleep(1)
+    walk.scroll_to("#ip-notice")
+    walk.driver.execute_script("window.scrollBy(0, -120)")
+    time.sleep(0.5)
+    walk.shot("item17-d-delete-notice", f"the Library tab after Delete document with {PDF} chosen: the notice")
+    walk.log_text("notice", "#ip-notice")
+    walk.press("No, keep it")
+    time.sleep(2)
+    confirm = [b for b in walk.driver.find_elements(By.CSS_SELECTOR, "#ip-confirm-delete") if b.is_displayed()]
+    walk.log.line(f"    after 'No, keep it': the confirming button shown {bool(confirm)}")
+    walk.log_text("notice", "#ip-notice")
+    walk.log.line(f"    row: {walk.library_row(PDF)}")
+
+
+def head_label(walk: Walk) -> None:
+    walk.open()
+    walk.choose(PDF)
+    walk.open_tab("What the model kept")
+    wait_for(lambda: walk.text("#ip-tokens").strip(), "the kept tokens", 60)
+    time.sleep(2)
+    walk.scroll_top()
+    walk.shot("item17-d-kept-tab", f"the top of 'What the model kept' for {PDF}: the head control's label")
+    labels = walk.texts_shown(r"^(Attention|Layer$)")
+    walk.log.line(f"    head control label: {'; '.join(labels) if labels else '(none found)'}")
+
+
+def same_file_again(walk: Walk) -> None:
+    walk.open()
+    folder = walk.scratch / "same"
+    folder.mkdir(exist_ok=True)
+    again = folder / PDF
+    shutil.copyfile(DOCS / PDF, again)
+    walk.upload(again)
+    wait_for(lambda: PDF in walk.text("#ip-notice"), "the upload notice", 60)
+    wait_stable(
+        lambda: walk.text("#ip-progress"),
+        lambda text: PDF in text and "ready" in text,
+        "the progress line",
+        settle=3,
+        timeout=120,
+    )
+    walk.scroll_to("#ip-notice")
+    walk.driver.execute_script("window.scrollBy(0, -120)")
+    time.sleep(0.5)
+    walk.shot("item17-b-same-file", f"the Library tab after uploading {PDF} again under its name: notice, progress")
+    walk.log_text("notice", "#ip-notice")
+    walk.log_text("progress", "#ip-progress")
+    walk.log.line(f"    Document: {walk.find('#ip-document input').get_attribute('value')!r}")
+    for row in walk.library_rows():
+        walk.log.line(f"    row: {row}")
+
+
+class ProgressTimeline:
+    """Each change of the progress line's text from the upload on, with the seconds since it (read with
+    textContent, so also while the Library tab is hidden)."""
+
+    def __init__(self, walk: Walk, start: float) -> None:
+        self.walk, self.start, self.seen = walk, start, ""
+        self.changes: list[str] = []
+
+    def look(self) -> str:
+        with contextlib.suppress(WebDriverException):
+            text = self.walk.driver.execute_script(
+                "const p = document.querySelector('#ip-progress'); if (!p) return '';"
+                "const copy = p.cloneNode(true);"  # without Gradio's status tracker ("processing | 0.1s")
+                "copy.querySelectorAll('[data-testid=status-tracker]').forEach(t => t.remove());"
+                "return copy.textContent;"
+            )
+            text = " ".join((text or "").split())
+            if text != self.seen:
+                self.seen = text
+                self.changes.append(f"{time.monotonic() - self.start:5.1f} s: {text}")
+        return self.seen
+
+    def wait_until(self, seconds: float) -> None:
+        while (left := self.start + seconds - time.monotonic()) > 0:
+            self.look()
+            time.sleep(min(0.5, left))
+        self.look()
+
+
+def new_read(walk: Walk) -> None:
+    """GPL-3.txt uploaded: the progress line at READ_MOMENTS (each of its changes in the log), and the Chat tab's
+    re-read and across buttons while it is read (after the second moment, and after the last if it is still
+    read)."""
+    walk.open()
+    walk.upload(DOCS / NEW_READ)
+    start = time.monotonic()
+    timeline = ProgressTimeline(walk, start)
+    try:
+        for seconds in READ_MOMENTS:
+            timeline.wait_until(seconds)
+            with walk.step(f"item 17 c: the progress line {seconds} s after the upload"):
+                name = f"item17-c-progress-{seconds:02d}s"
+                walk.element_shot("#ip-progress", name, f"{seconds} s after the upload")
+                walk.log.line(f"    at {time.monotonic() - start:.1f} s")
+                walk.log_text("progress", "#ip-progress")
+            if seconds == READ_MOMENTS[1]:
+                with walk.step(f"item 17 f: the Chat tab's buttons while {NEW_READ} is read"):
+                    chat_buttons(walk, "item17-f-chat-buttons", start, timeline)
+                walk.open_tab("Library")
+        with walk.step("item 17 f: the Chat tab's buttons, later"):
+            if "reading" in timeline.look():
+                chat_buttons(walk, "item17-f-chat-buttons-later", start, timeline)
+            else:
+                walk.log.line(f"    {NEW_READ} is no longer read: no later look at the buttons")
+    finally:
+        timeline.look()
+        walk.log.line("    the progress line's changes since the upload:")
+        for change in timeline.changes:
+            walk.log.line(f"      {change}")
+
+
+def chat_buttons(walk: Walk, shot: str, start: float, timeline: ProgressTimeline) -> None:
+    walk.log.line(f"    Document: {walk.find('#ip-document input').get_attribute('value')!r}")
+    walk.log.line(f"    progress: {timeline.look()}")
+    walk.open_tab("Chat")
+    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", walk.find("#ip-reread"))
+    time.sleep(0.5)
+    walk.shot(shot, f"the Chat tab {time.monotonic() - start:.0f} s after {NEW_READ} was uploaded, while it is read")
+    for css in ("#ip-reread", "#ip-ask-across", "#ip-ask", "#ip-summarize"):
+        button = walk.find(css)
+        walk.log.line(f"    {css} {button.text.strip()!r}: enabled {button.is_enabled()}")
+    walk.log.line(f"    progress then ({time.monotonic() - start:.1f} s): {timeline.look()}")
+
+
 ITEMS: dict[int, Callable[[Walk], None]] = {
     10: item10_first_screen,
     2: item02_research_words,
@@ -939,6 +1182,7 @@ ITEMS: dict[int, Callable[[Walk], None]] = {
     14: item14_log_follow_up,
     15: item15_follow_up_after_not_found,
     16: item16_summary_outline,
+    17: item17_small_things,
 }  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
 
 

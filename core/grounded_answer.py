@@ -108,14 +108,19 @@ def _written(engine, pot, question, passages, decoding, stats, history, pot_entr
 CLOSEST_WORDS = 40
 
 
-def not_answered(closest: Sentence | None) -> str:
-    """The answer when no direct answer was found: said plainly, with the closest sentence (its first
+def not_answered(closest: Sentence | None, absent: Sequence[str] = ()) -> str:
+    """The answer when no direct answer was found: said plainly, with the words of the question the document
+    never uses (`absent`: "football" asked of a manual says at once why), and the closest sentence (its first
     CLOSEST_WORDS words)."""
+    said = NOT_ANSWERED
+    if absent:
+        named = " or ".join(f"“{word}”" for word in absent)
+        said = f"{NOT_ANSWERED[:-1]}, which never mentions {named}."
     if closest is None:
-        return NOT_ANSWERED
+        return said
     words = closest.text.split()
     quoted = closest.text if len(words) <= CLOSEST_WORDS else " ".join(words[:CLOSEST_WORDS]) + " …"
-    return f"{NOT_ANSWERED} The closest passage: “{quoted}”"
+    return f"{said} The closest passage: “{quoted}”"
 
 
 def grounded_answer(
@@ -135,6 +140,7 @@ def grounded_answer(
     pot_entries: int | None = 0,
     question_first: bool = False,
     on_writing: Callable[[], None] | None = None,
+    absent: Callable[[], Sequence[str]] | None = None,
 ) -> Iterator[str]:
     """Stream the checked answer to `question` from the `passages` read (token ids, in the order read: the
     likeliest last, core.evidence's order "likelihood"); `verdict` is filled before the first piece; without
@@ -144,7 +150,8 @@ def grounded_answer(
     follow-up asks a number, version, date or name, they are judged with the passages' sentences, since the fact
     asked for is often in the sentence just quoted ("For how many years had she kept it?"). `names`: the names the
     question asks about that the document hardly mentions (core.question_names). `on_writing` is called when
-    the model starts writing its own answer to weigh (the doubt band), which takes as long as the rest."""
+    the model starts writing its own answer to weigh (the doubt band), which takes as long as the rest. `absent`
+    gives the question's words the document never uses, said in a not-found answer (asked only then)."""
     started = time.perf_counter()
     if not passages or config.style == "free":
         # Nothing to check against (the pot holds the whole document and is read whole), or no check asked.
@@ -193,7 +200,10 @@ def grounded_answer(
         else:
             verdict.answerable, verdict.reason = False, "unsure"
             verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)  # the closest, when none adds
-    answer = verdict.sentence.text if verdict.answerable else not_answered(verdict.sentence)
+    if verdict.answerable:
+        answer = verdict.sentence.text
+    else:
+        answer = not_answered(verdict.sentence, absent() if absent is not None else ())
     stats.ttft_seconds = time.perf_counter() - started
     yield answer
     stats.seconds = time.perf_counter() - started

@@ -332,3 +332,29 @@ def test_a_sentence_that_only_repeats_the_question_is_no_candidate(engine, monke
     assert text == "Set the current access position of the blob to offset." and verdict.answerable
     text, verdict, _ = ask(engine, "What does Blob.seek() do?", everything, passages=["- Blob.seek()"])
     assert not verdict.answerable and verdict.confidence == 0.0 and text.endswith("“- Blob.seek()”")
+
+
+def test_a_not_found_answer_names_the_questions_words_the_document_never_uses():
+    from infinipot.core.grounded_answer import not_answered
+
+    closest = Sentence("Times are written as YYYYMMDDhhmmss, e.g. 1998.", 0, 0.0)
+    assert not_answered(closest, ["football", "stadium"]) == (
+        "No direct answer found in the document, which never mentions “football” or “stadium”. "
+        "The closest passage: “Times are written as YYYYMMDDhhmmss, e.g. 1998.”"
+    )
+    assert not_answered(None) == NOT_ANSWERED
+
+
+def test_the_words_a_document_never_uses_are_found_in_its_stored_text(tmp_path, infinipot_home, tiny_model_dir):
+    from tiny_models import write_notes
+
+    from infinipot.app.ask.evidence import absent_words
+    from infinipot.app.service import DocumentService
+
+    service = DocumentService(infinipot_home, device="cpu")
+    notes = write_notes(tmp_path / "notes.txt", lines=20)
+    doc_id = service.read(notes, PotConfig(pot_size=128, keep_size=48), tiny_model_dir).doc_id
+    stored = service.open_pot(doc_id)
+    # "jumped" is "jumps" folded; "won" and "cup" are too short to be named; the rest is never written.
+    asked = "Which football player jumped over the lazy dogs and won the stadium cup?"
+    assert absent_words(service.library, stored, asked) == ["football", "player", "stadium"]

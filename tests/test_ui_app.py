@@ -145,7 +145,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         positions = pot.origin[0, 0] - pot.prefix_len
         in_window = ((positions >= 0) & (positions < 200)).sum().item()
         assert sum(state != "dropped" for state in states) == in_window
-        assert "layer 0 of 2, attention group 0" in caption
+        assert "layer 0 of 2, attention view 0" in caption
         retention = data["retention"]
         assert len(retention["matrix"]) == 2 and retention["edges"][-1] == total
         samples = data["memory"]["samples"]

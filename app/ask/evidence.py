@@ -6,6 +6,7 @@ the pot and the question, and cited: each citation is a span with its page or li
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -25,6 +26,7 @@ from infinipot.core.evidence import (
     spans_read,
     widen,
 )
+from infinipot.core.grounding import content_words, holds_word, word_keys
 from infinipot.core.question_names import asked_names, rarely_mentioned
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
@@ -76,6 +78,34 @@ def rare_names(library: Library, stored: StoredPot, question: str, most: int | N
         return []
     document_ids = torch.tensor(read_window(path, 0, token_count(path)), dtype=torch.int64)  # (T,)
     return rarely_mentioned(question, document_ids, stored.engine.tokenizer, most)
+
+
+# Word keys of the documents last asked about (a document's whole text, decoded once): few are asked at a time.
+_DOCUMENT_WORDS: OrderedDict[tuple[str, int], set[str]] = OrderedDict()
+DOCUMENT_WORDS_KEPT = 8
+# The question's words a not-found answer names as never used: whole words of at least this many letters.
+ABSENT_LETTERS = 4
+ABSENT_NAMED = 3
+
+
+def absent_words(library: Library, stored: StoredPot, question: str) -> list[str]:
+    """The question's content words (ABSENT_LETTERS letters or more, ABSENT_NAMED at most) that the document
+    never uses in any form core.grounding folds ("football" asked of a manual); none when its text is gone."""
+    document = require_document(library.store, stored.doc_id)
+    try:
+        path = stored_token_ids(library.files, document, stored.engine.loaded)
+    except DocumentNotFound:
+        return []
+    key = (str(path), path.stat().st_size)
+    found = _DOCUMENT_WORDS.get(key)
+    if found is None:
+        text = stored.engine.tokenizer.decode(read_window(path, 0, token_count(path)), skip_special_tokens=True)
+        found = _DOCUMENT_WORDS[key] = word_keys([text])
+        while len(_DOCUMENT_WORDS) > DOCUMENT_WORDS_KEPT:
+            _DOCUMENT_WORDS.popitem(last=False)
+    _DOCUMENT_WORDS.move_to_end(key)
+    words = [w for w in content_words(question) if w.isalpha() and len(w) >= ABSENT_LETTERS]
+    return list(dict.fromkeys(w for w in words if not holds_word(found, w)))[:ABSENT_NAMED]
 
 
 def span_citations(library: Library, stored: StoredPot, spans: list[Span]) -> list[Citation]:

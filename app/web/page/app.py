@@ -116,7 +116,7 @@ class InfiniPotApp:
                     c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
                     c.head = gr.Dropdown(
                         label="Attention view",
-                        info="Each view kept its own tokens; 'all heads' shows how many views kept each one",
+                        info="Each view (a KV head) kept its own tokens; 'all views' shows how many kept each one",
                         choices=[ALL_HEADS, "0"],
                         value="0",
                         allow_custom_value=True,

@@ -18,7 +18,7 @@ from infinipot.app.web.page import chat_view, render, sources
 from infinipot.app.web.turns import QUESTION, SUMMARY
 from infinipot.app.web.wording import ALL_DOCUMENTS, SUMMARY_REQUEST, document_options
 
-ALL_HEADS = "all heads"
+ALL_HEADS = "all views"  # the kept view's choice of every KV head at once
 NO_CHANGE = object()  # an update that leaves a value as it is
 MEMORY_SERIES = "memory kept"  # the memory plot's name for the pot's bytes
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
@@ -658,7 +658,7 @@ class Handlers:
         if not doc_id:
             return ("Choose a document to see what the model kept of it.", "", "", *[gr.skip()] * 9)
         try:
-            head_index = None if head in (None, "", ALL_HEADS) else whole_number("KV head", head)
+            head_index = None if head in (None, "", ALL_HEADS, "all heads") else whole_number("attention view", head)
             window = self.ws.kept_window(doc_id, layer, head_index, start, size)
             retention = self.ws.retention(doc_id, by_page=x_axis == "page")
         except USER_ERRORS as exc:

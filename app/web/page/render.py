@@ -27,8 +27,8 @@ LEGEND_LABELS = {
 LEGEND_NOTE = "The model remembers only the coloured text; grey text was forgotten when the memory was compressed."
 LEGEND_TERMS = (
     "In the InfiniPot paper's terms: blue is kept by the catalyst prompt's attention (CaP), orange by novelty "
-    "under compression (NuC), green is the uncompressed tail. A KV head is one of the model's groups of attention "
-    "heads; each remembers its own tokens."
+    "under compression (NuC), green is the uncompressed tail. An attention view is one of the model's KV heads (a "
+    "group of attention heads); each remembers its own tokens."
 )
 _SHADES = 10
 
@@ -227,8 +227,8 @@ def legend_html(mode: str, heads: int = 0) -> str:
         steps = range(heads + 1) if 0 < heads <= _SHADES else range(0, _SHADES + 1, 2)
         total = heads if 0 < heads <= _SHADES else _SHADES
         cells = "".join(f'<span class="ip-tok ip-h{head_shade(k, total)}">{100 * k / total:.0f}%</span>' for k in steps)
-        note = "The darker the text, the more of the model's attention groups remember it; grey: none do."
-        return f'<div class="ip-legend">{escape(note)} Share of groups: {cells}</div>'
+        note = "The darker the text, the more of the model's attention views remember it; grey: none do."
+        return f'<div class="ip-legend">{escape(note)} Share of views: {cells}</div>'
     cells = "".join(f'<span class="ip-tok ip-{state}">{escape(label)}</span>' for state, label in LEGEND_LABELS.items())
     forgotten = '<span class="ip-tok ip-dropped">forgotten</span>'
     return (
@@ -242,7 +242,7 @@ def _marks_quote(window: dict, quoted: list[int] | None) -> bool:
 
 
 def window_caption(window: dict, quoted: list[int] | None = None) -> str:
-    head = "all attention groups" if window["head"] is None else f"attention group {window['head']}"
+    head = "all attention views" if window["head"] is None else f"attention view {window['head']}"
     where = f" · starts at {window['where']}" if window.get("where") else ""
     caption = (
         f"Tokens {window['start']:,}-{max(window['start'], window['end'] - 1):,} of {window['total']:,}{where} · "
