@@ -42,11 +42,11 @@ from infinipot.app.read.file_reader import FileReader
 from infinipot.app.read.many import DocumentDone, LibraryProgress, library_files, read_here, total_bytes
 from infinipot.app.read.report import ReadReport
 from infinipot.app.read.workers import WorkerSettings
+from infinipot.core.answer.evidence import spans_to_read
+from infinipot.core.answer.grounded_answer import Verdict, grounded_answer
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.errors import AnswerStopped
-from infinipot.core.evidence import spans_to_read
-from infinipot.core.grounded_answer import Verdict, grounded_answer
 from infinipot.core.model import LoadedModel
 from infinipot.core.pot import Pot
 from infinipot.core.precision import dtype_name
@@ -364,7 +364,7 @@ class DocumentService:
         """The answer's pieces in the chosen mode; evidence spans are found before the first piece. With
         `history` (earlier turns), the evidence is sought for the earlier questions and this one together, and
         the answer sees the turns; `carried`: the earlier turns answered in the document's words, which the
-        follow-up's judge also weighs (core.grounded_answer). `on_stage` is told the passage the search points at
+        follow-up's judge also weighs (core.answer.grounded_answer). `on_stage` is told the passage the search points at
         as soon as it is found (stats.first_evidence_seconds after `asked`, a perf_counter time), then the
         passages read."""
         stats.answer_from = settings.answer_from
@@ -414,9 +414,9 @@ class DocumentService:
         names: Sequence[str] = (),
         tell: Callable[[AskStage], None] | None = None,
     ) -> Iterator[str]:
-        """The evidence answer checked against the passages (core.grounded_answer), its verdict kept in `stats`; a
-        follow-up's sentences are judged after the earlier questions in view (`history`); `names`: the question's
-        rare names, which the sentence answered with must hold. A follow-up answered with an earlier answer's
+        """The evidence answer checked against the passages (core.answer.grounded_answer), its verdict kept in
+        `stats`; a follow-up's sentences are judged after the earlier questions in view (`history`); `names`: the
+        question's rare names, which the sentence answered with must hold. A follow-up answered with an earlier answer's
         sentence ("earlier") cites, first, the place that sentence was quoted from."""
         verdict = Verdict()
         pieces = grounded_answer(

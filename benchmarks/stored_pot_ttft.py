@@ -76,7 +76,7 @@ def build_document(service: DocumentService, tokens: int, folder: Path) -> Path:
 def first_token_seconds(service: DocumentService, doc_id: str, question: str, mode: str = ANSWER_MODES[0]) -> float:
     """Seconds to the first token of an 8-token answer; in evidence mode `mode` may name the grounding style
     ("evidence/free"), and a checked answer (the default) writes its full checked answer (at most 48 tokens,
-    core.grounded_answer) before its first piece, so its length is not cut to 8 there. A mode ending in
+    core.answer.grounded_answer) before its first piece, so its length is not cut to 8 there. A mode ending in
     "+nodraft" decodes without copy drafts (core.copy_drafts)."""
     undrafted = mode.endswith(NO_DRAFT)
     mode, _, style = mode.removesuffix(NO_DRAFT).partition("/")
@@ -96,11 +96,11 @@ def first_token_seconds(service: DocumentService, doc_id: str, question: str, mo
 # The stages of a default ask, each the function that does it (file, function name): cProfile's cumulative seconds
 # of each, and how many times it ran (the writer's decoded tokens).
 STAGES = {
-    "evidence (all)": ("core/evidence.py", "find_evidence"),
-    "pot attention": ("core/evidence.py", "attention_ranking"),
-    "reranker": ("core/evidence.py", "likeliest"),
-    "judge": ("core/answer_sentences.py", "judged_sentences"),
-    "decision": ("core/answer_confidence.py", "likeliest"),
+    "evidence (all)": ("core/answer/evidence.py", "find_evidence"),
+    "pot attention": ("core/answer/evidence.py", "attention_ranking"),
+    "reranker": ("core/answer/evidence.py", "likeliest"),
+    "judge": ("core/answer/answer_sentences.py", "judged_sentences"),
+    "decision": ("core/answer/answer_confidence.py", "likeliest"),
     "writer prefill": ("core/generate.py", "prefill"),
     "writer tokens": ("core/generate.py", "read_after"),
 }

@@ -21,7 +21,7 @@ class CopyDrafts:
     A draft is not free: on two cores a forward over a token and 8 more cost up to 1.5x one over the token alone in
     bfloat16 and 2x in float32, so a wrong draft costs time. A single token is a weak match (it drafts often and
     is often wrong): replayed on the development set's written answers, drafting only after 2 or more kept the
-    float32 cost below token by token (benchmarks/copy_draft_replay.py, docs/benchmarks.md "Copy drafts")."""
+    float32 cost below token by token (docs/experiments.md, "Copy drafts")."""
 
     def __init__(self, source: Sequence[int], length: int, longest: int = 3, shortest: int = 2) -> None:
         if length < 1:

@@ -173,9 +173,9 @@ class Engine:
         there, or `max_new_tokens`, sets only the answer length (how callers passed it before DecodingConfig).
         `focus`: answer from a copy of the pot distilled to this many entries with the question as the
         catalyst prompt (CaP-Q at ask time), so a small model looks at fewer, question-relevant entries.
-        `evidence`: document token spans (core.evidence), read verbatim in this order between the pot and the
+        `evidence`: document token spans (core.answer.evidence), read verbatim in this order between the pot and the
         question at fresh positions; the pot is distilled with the question as catalyst when they need room.
-        `pot_entries` (with `evidence` only; core.evidence.EvidenceConfig.pot_entries): how much of the pot the
+        `pot_entries` (with `evidence` only; core.answer.evidence.EvidenceConfig.pot_entries): how much of the pot the
         spans follow: None all of it, 0 none (only the chat template's opening), N a copy distilled to N entries
         with the question as catalyst. `question_first`: the question is also written before the spans.
         `allowed_tokens` (V,) bool: the only vocabulary entries the answer may write (answer_vocabulary).

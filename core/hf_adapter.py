@@ -220,7 +220,7 @@ def vocab_logits_into(model: torch.nn.Module, hidden: torch.Tensor, out: torch.T
 
     The same values (the head's own matrix product), without a fresh (r, vocab) tensor per call: on a CPU each
     new tensor of that size is tens of megabytes of first-touch page faults, which cost as much as the
-    product itself (benchmarks/nuc_pass.py).
+    product itself (docs/experiments.md).
     """
     head = model.get_output_embeddings()
     if isinstance(head, torch.nn.Linear):

@@ -2,7 +2,7 @@
 
 A decoded token of the bundled 135M model is 211 small matrix-vector products and some 2,000 other torch calls
 through 30 layers of nn.Module wrappers. On two CPU cores the products take about 26 ms and the rest about 10 ms
-(benchmarks/one_token_decoder.py). This module runs a Llama-architecture decoder's one-token step as plain torch
+(docs/experiments.md). This module runs a Llama-architecture decoder's one-token step as plain torch
 calls on the model's own weights, with each layer's query, key and value projections as one product and its gate
 and up projections as another (their weights are laid side by side once, and the model's projection weights become
 views of those: no memory is added). The logits are those of transformers' forward, bit for bit in bfloat16 on a

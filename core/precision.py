@@ -116,7 +116,7 @@ class _OneRowLinear(torch.nn.Linear):
 
     On a CPU, a bfloat16 product with one row goes through the same blocked matrix kernel as a long prompt, and
     that kernel is slow for a single row: decoding the bundled 135M model in bf16 on two AMX cores took 38.7 ms a
-    token, against 32.8 ms with torch.mv, with the same tokens and logits bit for bit (benchmarks/one_row_products.py).
+    token, against 32.8 ms with torch.mv, with the same tokens and logits bit for bit (docs/experiments.md).
     In float32 both reach the same kernel (36.2 against 37.4 ms), so float32 models are left as they are. Rows of a
     prompt keep the matrix kernel."""
 

@@ -393,7 +393,7 @@ class ContinualReader:
         The first token is predicted by the previous piece's last position (`carried`); the document's
         very first token has no prediction and gets 0. The LM head and the fused log-softmax run in the model's
         dtype: torch's bf16 log_softmax sums in fp32 and rounds only its output, which in bf16 costs a third of
-        upcasting the (r, V) logits first (benchmarks/nuc_pass.py) and moves a score by ~0.05 nats, the size of
+        upcasting the (r, V) logits first (docs/experiments.md) and moves a score by ~0.05 nats, the size of
         the bf16 logits' own rounding. The carried row, which predicts the next piece's first token, is fp32.
         """
         scores = torch.zeros(len(ids), dtype=torch.float32, device=hidden.device)

@@ -26,11 +26,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .answer_sentences import split_sentences
-from .decoding import DecodingConfig
-from .engine import AnswerStats, Engine
-from .errors import PotTooSmallError
-from .evidence import (
+from .answer.answer_sentences import split_sentences
+from .answer.evidence import (
     Bucket,
     EvidenceConfig,
     Span,
@@ -39,6 +36,9 @@ from .evidence import (
     holds_whole_document,
     verbatim_tail_start,
 )
+from .decoding import DecodingConfig
+from .engine import AnswerStats, Engine
+from .errors import PotTooSmallError
 from .grounding import unsupported_words
 from .pot import Pot
 

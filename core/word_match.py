@@ -10,7 +10,7 @@ Matching is on token keys: each vocabulary entry lowercased, without its space m
 "shared" are one key; entries without a letter or digit (punctuation, spaces) have no key and never match.
 An alphabetic entry also loses a plain English inflection (fold_inflection), so "steps" finds "step" and
 "drained" finds "drain": on the development questions the word ranking's spans at 768 tokens then held the
-answer for 83.3% instead of 81.5% (docs/benchmarks.md, "Evidence answers on the development questions").
+answer for 83.3% instead of 81.5% (docs/experiments.md, "Evidence answers on the development questions").
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_
 from infinipot.app.bench.needle import needle_sentence
 from infinipot.app.bench.results import length_label, parse_length
 from infinipot.app.cli import build_parser, main
+from infinipot.core.answer.evidence import EvidenceConfig
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
-from infinipot.core.evidence import EvidenceConfig
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -54,11 +54,11 @@ def test_the_shipped_retrieval_heads_are_the_bundled_models_own(model_home):
     """assets/retrieval_heads.json spares a fresh machine the calibration: it must be what calibrating the bundled
     model finds. Float32 everywhere; the last of four near-tied heads may swap on another CPU's rounding."""
     from infinipot.app.library.retrieval_heads import bundled_heads
-    from infinipot.core.retrieval_heads import calibrate
+    from infinipot.core.answer.retrieval_heads import calibrate
 
     loaded = load_model(ModelSpec(device="cpu", dtype="float32"), model_home)
     shipped = bundled_heads(loaded.identity)
-    assert shipped is not None, "recalibrate and ship assets/retrieval_heads.json (see core/retrieval_heads.py)"
+    assert shipped is not None, "recalibrate and ship assets/retrieval_heads.json (see core/answer/retrieval_heads.py)"
     fresh = calibrate(Engine(loaded, PotConfig()))
     assert (fresh.layers, fresh.kv_heads) == (shipped.layers, shipped.kv_heads) == (30, 3)
     assert fresh.heads[0] == shipped.heads[0] and len(set(fresh.heads) & set(shipped.heads)) >= 3

@@ -14,11 +14,7 @@ from tiny_models import build_attending_model, random_ids, save_attending_model_
 from infinipot.app.ask.modes import AnswerSettings
 from infinipot.app.cli import main
 from infinipot.app.service import DocumentService
-from infinipot.core.citations import answer_attention
-from infinipot.core.config import PotConfig
-from infinipot.core.decoding import DecodingConfig
-from infinipot.core.engine import AnswerStats, Engine
-from infinipot.core.evidence import (
+from infinipot.core.answer.evidence import (
     Bucket,
     EvidenceConfig,
     Span,
@@ -37,6 +33,10 @@ from infinipot.core.evidence import (
     with_neighbours,
     words_per_attention,
 )
+from infinipot.core.citations import answer_attention
+from infinipot.core.config import PotConfig
+from infinipot.core.decoding import DecodingConfig
+from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.model import LoadedModel
 from infinipot.core.prompts import encode
 from infinipot.core.summary import SummaryConfig, blocks_of, is_run_on, main_points, opening_first, summarize_document

@@ -138,7 +138,7 @@ def test_a_follow_up_answered_with_the_earlier_sentence_cites_where_that_sentenc
 ):
     from infinipot.app import service as service_module
     from infinipot.app.service import DocumentService
-    from infinipot.core.answer_sentences import Sentence
+    from infinipot.core.answer.answer_sentences import Sentence
 
     stated = "Permission is granted under the GNU Free Documentation License, Version 1.3."
     reasons = iter(["standout", "earlier"])

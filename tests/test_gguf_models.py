@@ -19,9 +19,9 @@ from tiny_models import build_model, tiny_tokenizer
 from infinipot.app.cli import main
 from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
 from infinipot.core import gguf_models
+from infinipot.core.answer.retrieval_heads import RetrievalHeads
 from infinipot.core.errors import ModelError
 from infinipot.core.model import ModelSpec, load_model, resolve_model_dir
-from infinipot.core.retrieval_heads import RetrievalHeads
 
 A_DAY_AGO = time.time() - 86_400  # model files people have are old; a fresh one's hash is not remembered (racy)
 

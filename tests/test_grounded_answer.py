@@ -1,9 +1,9 @@
-"""The checked answer (core.grounded_answer, core.answer_confidence) on a tiny model: the judge's best few sentences
-are candidates, each gets a probability of holding the answer from signals any document has, and the likeliest is
-the answer in the document's own words when that probability is sure enough; far from it, the answer says plainly
-that no direct answer was found and quotes it; in between, the model's own short answer (never shown) adds the
-sentence it copied and whether it agrees. The judge's scores and the writer's text are set by hand, and a writer
-run where it should not be fails the test."""
+"""The checked answer (core.answer.grounded_answer, core.answer.answer_confidence) on a tiny model: the judge's
+best few sentences are candidates, each gets a probability of holding the answer from signals any document has, and
+the likeliest is the answer in the document's own words when that probability is sure enough; far from it, the
+answer says plainly that no direct answer was found and quotes it; in between, the model's own short answer (never
+shown) adds the sentence it copied and whether it agrees. The judge's scores and the writer's text are set by hand,
+and a writer run where it should not be fails the test."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import math
 import pytest
 from tiny_models import tiny_loaded
 
-from infinipot.core.answer_confidence import (
+from infinipot.core.answer.answer_confidence import (
     FEATURES,
     WRITER_FEATURES,
     ConfidenceModel,
@@ -22,10 +22,10 @@ from infinipot.core.answer_confidence import (
     rare_cover,
     sentence_features,
 )
-from infinipot.core.answer_sentences import Sentence, ranked_sentences, split_sentences
+from infinipot.core.answer.answer_sentences import Sentence, ranked_sentences, split_sentences
+from infinipot.core.answer.grounded_answer import CLOSEST_WORDS, NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
-from infinipot.core.grounded_answer import CLOSEST_WORDS, NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
 from infinipot.core.prompts import encode
 
 PASSAGES = [
@@ -335,7 +335,7 @@ def test_a_sentence_that_only_repeats_the_question_is_no_candidate(engine, monke
 
 
 def test_a_not_found_answer_names_the_questions_words_the_document_never_uses():
-    from infinipot.core.grounded_answer import not_answered
+    from infinipot.core.answer.grounded_answer import not_answered
 
     closest = Sentence("Times are written as YYYYMMDDhhmmss, e.g. 1998.", 0, 0.0)
     assert not_answered(closest, ["football", "stadium"]) == (

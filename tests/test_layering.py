@@ -95,6 +95,18 @@ def test_core_imports_only_core(graph):
     assert not bad, bad
 
 
+def test_the_answer_stage_sits_on_the_engine(graph):
+    # core.answer (evidence, judge, decision, writer) builds on the engine; below it only the summary, which cuts
+    # units as the answer stage does, imports it.
+    def allowed(src: str, dst: str) -> bool:
+        below = src.startswith("infinipot.core.") and not src.startswith("infinipot.core.answer")
+        return not (below and dst.startswith("infinipot.core.answer")) or src == "infinipot.core.summary"
+
+    assert "infinipot.core.answer.evidence" in graph["infinipot.app.ask.evidence"]
+    bad = violations(graph, allowed)
+    assert not bad, bad
+
+
 def test_ingest_imports_only_ingest(graph):
     bad = violations(graph, lambda s, d: part(s) != "ingest" or part(d) == "ingest")
     assert not bad, bad

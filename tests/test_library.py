@@ -218,7 +218,7 @@ def test_a_library_answer_must_hold_the_names_its_documents_hardly_mention(
 ):
     from infinipot.app import service as service_module
     from infinipot.app.ask.modes import AnswerSettings
-    from infinipot.core.grounded_answer import GroundingConfig
+    from infinipot.core.answer.grounded_answer import GroundingConfig
 
     names_seen: list[list[str]] = []
 

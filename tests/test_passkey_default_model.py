@@ -4,7 +4,7 @@ A 5-digit key hidden at depths 0.1, 0.5 and 0.9 of a 16K-token essay document is
 pot (seven compressions) and asked for in the default answer mode, `evidence`: the pot points to the spans
 the question attends to and the spans are read right before the question (after what EvidenceConfig's default
 puts before them). Answered from the whole pot, this
-135M model misses keys that sit ~2K entries before the question (docs/benchmarks.md, "Passkey retrieval").
+135M model misses keys that sit ~2K entries before the question (docs/experiments.md, "Passkey retrieval").
 Three keys per depth, the bench's first three (seed 0); reads of a depth share the haystack before the
 needle, as in the bench (~6 separate reads, a few minutes on CPU). The focused copy (`ask --focus 1024`)
 answers the same pots too, printed for comparison.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 
 from infinipot.app.bench.niah import NiahSettings, evidence_key, run
+from infinipot.core.answer.evidence import EvidenceConfig
 from infinipot.core.config import PotConfig
-from infinipot.core.evidence import EvidenceConfig
 from infinipot.core.model import ModelSpec, load_model
 
 pytestmark = pytest.mark.integration

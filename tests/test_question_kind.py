@@ -1,10 +1,10 @@
-"""What a question asks for (core.question_kind), and whether a sentence adds one the question does not name."""
+"""What a question asks for (core.answer.question_kind), and whether a sentence adds one the question does not name."""
 
 from __future__ import annotations
 
 import pytest
 
-from infinipot.core.question_kind import holds_kind, question_kind
+from infinipot.core.answer.question_kind import holds_kind, question_kind
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,12 @@
-"""The names a question asks about that the document hardly mentions (core.question_names), and the answer rule
-that needs them in the sentence answered with (core.grounded_answer)."""
+"""The names a question asks about that the document hardly mentions (core.answer.question_names), and the answer rule
+that needs them in the sentence answered with (core.answer.grounded_answer)."""
 
 from __future__ import annotations
 
 import torch
 from tiny_models import tiny_tokenizer
 
-from infinipot.core.question_names import asked_names, mentions, rarely_mentioned
+from infinipot.core.answer.question_names import asked_names, mentions, rarely_mentioned
 
 
 def ids_of(tokenizer, text: str) -> torch.Tensor:

@@ -12,12 +12,8 @@ import torch
 from tiny_models import tiny_loaded, tiny_tokenizer
 
 from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf, heads_file_name
-from infinipot.core.citations import CitationConfig
-from infinipot.core.config import PotConfig
-from infinipot.core.engine import Engine
-from infinipot.core.evidence import EvidenceConfig, attention_ranking, ranked_buckets
-from infinipot.core.prompts import encode
-from infinipot.core.retrieval_heads import (
+from infinipot.core.answer.evidence import EvidenceConfig, attention_ranking, ranked_buckets
+from infinipot.core.answer.retrieval_heads import (
     CALIBRATION_VERSION,
     HeadsConfig,
     RetrievalHeads,
@@ -26,7 +22,11 @@ from infinipot.core.retrieval_heads import (
     choose_heads,
     gold_buckets,
 )
-from infinipot.core.retrieval_tasks import retrieval_tasks
+from infinipot.core.answer.retrieval_tasks import retrieval_tasks
+from infinipot.core.citations import CitationConfig
+from infinipot.core.config import PotConfig
+from infinipot.core.engine import Engine
+from infinipot.core.prompts import encode
 
 SMALL = HeadsConfig(documents=2, facts_per_document=2, document_tokens=640, bucket_tokens=32)
 
@@ -146,7 +146,7 @@ def test_the_evidence_ranking_listens_to_the_retrieval_heads_alone():
     engine = SimpleNamespace(model=None)
 
     def ranked(pointer, calibrated):
-        import infinipot.core.evidence as evidence
+        import infinipot.core.answer.evidence as evidence
 
         original = evidence.answer_attention
         evidence.answer_attention = lambda *_args: attention

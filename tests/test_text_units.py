@@ -1,13 +1,13 @@
-"""The units a document is written in (core.text_units): terms and their descriptions, headings, list items, words
-hyphenated across lines; the sentences the judge ranks carry their term, and a span read starts at its term."""
+"""The units a document is written in (core.answer.text_units): terms and their descriptions, headings, list items,
+words hyphenated across lines; the sentences the judge ranks carry their term, and a span read starts at its term."""
 
 from __future__ import annotations
 
 from tiny_models import tiny_tokenizer
 
-from infinipot.core.answer_sentences import split_sentences
-from infinipot.core.evidence import EvidenceConfig, Span, with_terms
-from infinipot.core.text_units import entries, joined_broken_words, passage_start, term_line_start
+from infinipot.core.answer.answer_sentences import split_sentences
+from infinipot.core.answer.evidence import EvidenceConfig, Span, with_terms
+from infinipot.core.answer.text_units import entries, joined_broken_words, passage_start, term_line_start
 
 # As `man tar | col -b` writes it: terms on their own line, descriptions indented with a tab, a same-line term.
 MANUAL = (

@@ -24,7 +24,7 @@ from tiny_models import save_attending_model_folder
 from infinipot.app.ask.quoting import arranged_citations, quoted_part, shared_words
 from infinipot.app.web.page import sources
 from infinipot.app.web.page.handlers import KEPT_TAB, Handlers
-from infinipot.core.answer_sentences import split_sentences
+from infinipot.core.answer.answer_sentences import split_sentences
 
 NEEDLE_PAGE = 3
 

@@ -1,5 +1,5 @@
 """The question's words found in the whole stored document (core.word_match), the fusion with the pot's
-attention, and the pot's verbatim tail left out of the evidence (core.evidence)."""
+attention, and the pot's verbatim tail left out of the evidence (core.answer.evidence)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 import torch
 from tiny_models import random_ids, tiny_loaded, tiny_tokenizer
 
+from infinipot.core.answer.evidence import EvidenceConfig, verbatim_tail_start, word_ranked_buckets
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
-from infinipot.core.evidence import EvidenceConfig, verbatim_tail_start, word_ranked_buckets
 from infinipot.core.word_match import NO_KEY, fold_inflection, token_keys, word_match_scores
 
 
@@ -154,7 +154,7 @@ def test_a_neighbour_scores_its_buckets_as_a_question_word_would():
 
 
 def test_evidence_seeks_the_neighbours_only_when_asked():
-    from infinipot.core.evidence import EvidenceConfig
+    from infinipot.core.answer.evidence import EvidenceConfig
 
     assert EvidenceConfig().word_neighbours == 0
     for bad in (-1, True, 2.5):

@@ -1,10 +1,10 @@
-"""The writer's short answer as a pointer (core.written_answer): the passage it reads ends with a whole sentence,
+"""The writer's short answer as a pointer (core.answer.written_answer): the passage it reads ends with a whole sentence,
 the sentence it copies from, and whether it agrees with a sentence."""
 
 from __future__ import annotations
 
-from infinipot.core.answer_sentences import Sentence
-from infinipot.core.written_answer import agrees, copied_index, longest_copied_run, whole_sentences_end
+from infinipot.core.answer.answer_sentences import Sentence
+from infinipot.core.answer.written_answer import agrees, copied_index, longest_copied_run, whole_sentences_end
 
 
 def test_a_passage_ends_for_the_writer_at_its_last_whole_sentence():

@@ -1,4 +1,4 @@
-"""Answer mode `evidence`: the pot points, the document answers (core.evidence), with the app's files.
+"""Answer mode `evidence`: the pot points, the document answers (core.answer.evidence), with the app's files.
 
 The spans the question's attention ranks best are read from the document's stored token ids, placed between
 the pot and the question, and cited: each citation is a span with its page or line and its text.
@@ -17,7 +17,7 @@ from infinipot.app.library.documents import DocumentNotFound, require_document, 
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
-from infinipot.core.evidence import (
+from infinipot.core.answer.evidence import (
     EvidenceConfig,
     Span,
     candidate_spans,
@@ -26,8 +26,8 @@ from infinipot.core.evidence import (
     spans_read,
     widen,
 )
+from infinipot.core.answer.question_names import asked_names, rarely_mentioned
 from infinipot.core.grounding import content_words, holds_word, word_keys
-from infinipot.core.question_names import asked_names, rarely_mentioned
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
@@ -67,7 +67,7 @@ def gather_evidence(
 
 
 def rare_names(library: Library, stored: StoredPot, question: str, most: int | None) -> list[str]:
-    """The names `question` asks about that the document mentions at most `most` times (core.question_names);
+    """The names `question` asks about that the document mentions at most `most` times (core.answer.question_names);
     none when the rule is off (`most` None), the question names nothing, or the document's text is gone."""
     if most is None or not asked_names(question):
         return []

@@ -16,7 +16,7 @@ from infinipot.core.grounding import content_words
 
 # An earlier answer that found nothing direct, as a follow-up sees it.
 NOT_FOUND_TURN = "I did not find a direct answer in the document."
-# How an answer given in the document's own words was chosen (core.grounded_answer's Verdict.reason): such an
+# How an answer given in the document's own words was chosen (core.answer.grounded_answer's Verdict.reason): such an
 # answer is a sentence of the document, and a follow-up may be answered by it again ("For how many years had she
 # kept it?" after "Who kept the Gull Head light?" -> "... Ida Marlowe ... had kept the light for twenty-seven
 # years ..."). "standout" and "agreement" are how conversations stored before issue 53 name such answers.

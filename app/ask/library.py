@@ -4,11 +4,11 @@ the reranker picks, the passages answer.
 1. The question's words are sought in every chosen document at once through the library's FTS5 index (bm25 over
    passages of 128 tokens, storage/passages.py), not by scanning each document's tokens; the documents whose
    best passages rank highest answer.
-2. Each answering document has its pot asked as for one document (core.evidence: the question's attention over
+2. Each answering document has its pot asked as for one document (core.answer.evidence: the question's attention over
    the pot plus its words, reranked by how likely the model finds the question after each span); a pot that holds
    its whole short document points at nothing, and its best passages by words stand in.
 3. With several answering documents, their spans are reranked together (core.rerank) and the best few read; the
-   answer is made from them as for one document (core.grounded_answer), and each citation names its document.
+   answer is made from them as for one document (core.answer.grounded_answer), and each citation names its document.
 
 A library answer is not stored in any document's conversation: it belongs to none of them.
 """
@@ -27,7 +27,7 @@ from infinipot.app.library.home import Library
 from infinipot.app.library.passage_index import ensure_indexed
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window
-from infinipot.core.evidence import EvidenceConfig, Span, likeliest
+from infinipot.core.answer.evidence import EvidenceConfig, Span, likeliest
 from infinipot.core.grounding import content_words
 from infinipot.core.model import LoadedModel
 from infinipot.storage.passages import PassageHit
@@ -103,7 +103,7 @@ def pointed_candidates(
     library: Library, stored: StoredPot, question: str, config: EvidenceConfig, max_new_tokens: int
 ) -> tuple[list[Candidate], list[str]]:
     """The spans the document's pot and words point at for the question, reranked within the document exactly as
-    a question to it alone is (core.evidence); none when its pot holds the whole document."""
+    a question to it alone is (core.answer.evidence); none when its pot holds the whole document."""
     spans, warnings = evidence.gather_evidence(library, stored, question, config, max_new_tokens)
     return [Candidate(stored.doc_id, span, "pot") for span in spans if not span.held], warnings
 
@@ -126,7 +126,7 @@ def standing_in(
 
 
 # A document's passages after its best count this much each (its second and third best): they break near ties
-# between documents' best passages. Measured on the 200-document library (docs/benchmarks.md, "A whole library"):
+# between documents' best passages. Measured on the 200-document library (docs/experiments.md, "A whole library"):
 # the right document first for 49 of the 54 development questions and 22 of the 44 paraphrased ones with 0.1,
 # 48 and 22 with 0.3, 51 and 18 with the best passage alone, 47 and 23 with the three summed (1.0).
 NEXT_PASSAGES_WEIGHT = 0.1

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from infinipot.core.answer.evidence import EvidenceConfig
+from infinipot.core.answer.grounded_answer import GroundingConfig
 from infinipot.core.decoding import DecodingConfig
-from infinipot.core.evidence import EvidenceConfig
-from infinipot.core.grounded_answer import GroundingConfig
 
 # pot: the stored pot as it is, then the question (the paper's setting).
 # focus: a copy of the pot distilled to `focus_entries` with the question as catalyst (CaP-Q at ask time).
@@ -19,11 +19,11 @@ ANSWER_MODES = ("evidence", "pot", "focus")  # the default first (measured best 
 class AnswerSettings:
     answer_from: str = ANSWER_MODES[0]
     # Entries of the question-focused copy. 1,024: a quarter of the default pot, the size at which the default
-    # model found the most passkeys at 16K and 32K (docs/benchmarks.md, "Focus").
+    # model found the most passkeys at 16K and 32K (docs/experiments.md, "Focus").
     focus_entries: int = 1024
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
-    # How an evidence answer is checked against the passages read (core.grounded_answer).
+    # How an evidence answer is checked against the passages read (core.answer.grounded_answer).
     grounding: GroundingConfig = field(default_factory=GroundingConfig)
 
     def __post_init__(self) -> None:

@@ -21,7 +21,7 @@ class AskStats(AnswerStats):
     evidence_seconds: float = 0.0  # ranking and reading the evidence spans, before the answer's prefill
     # From the ask call to the first passage the search points at (AskStage "looking"); None without one.
     first_evidence_seconds: float | None = None
-    # False when the answer says the document does not hold the answer (core.grounded_answer).
+    # False when the answer says the document does not hold the answer (core.answer.grounded_answer).
     answerable: bool = True
     # The sentence of the passages read that the answer was checked against (and is quoted first); "" when none.
     answer_sentence: str = ""
@@ -29,7 +29,7 @@ class AskStats(AnswerStats):
     ranked_scores: list[float] = field(default_factory=list)  # their scores (mean log-probability of the question)
     written_answer: str = ""  # what the model wrote ("free" grounding only: a checked answer is a sentence)
     confidence: float | None = None  # the checked answer's probability of holding the answer (answer_confidence)
-    # Why the answer is what it is (core.grounded_answer.Verdict.reason): "confident", "unsure", "earlier", ...
+    # Why the answer is what it is (core.answer.grounded_answer.Verdict.reason): "confident", "unsure", "earlier", ...
     answered_by: str = ""
 
     @property

@@ -27,11 +27,7 @@ from infinipot.app.bench.results import (
     resolved_dtype,
 )
 from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
-from infinipot.core.capacity import check_full_context
-from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
-from infinipot.core.engine import AnswerStats, Engine
-from infinipot.core.errors import FullContextError
-from infinipot.core.evidence import (
+from infinipot.core.answer.evidence import (
     RANKINGS,
     EvidenceConfig,
     after_pot_suffix,
@@ -39,8 +35,12 @@ from infinipot.core.evidence import (
     parse_pot_entries,
     spans_to_read,
 )
+from infinipot.core.answer.retrieval_heads import RetrievalHeads
+from infinipot.core.capacity import check_full_context
+from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
+from infinipot.core.engine import AnswerStats, Engine
+from infinipot.core.errors import FullContextError
 from infinipot.core.pot import Pot
-from infinipot.core.retrieval_heads import RetrievalHeads
 from infinipot.core.scorers import make_scorer
 
 # Documents go to the reader in pieces of this many tokens, as a file's token stream would.
@@ -70,7 +70,7 @@ class NiahSettings:
     # template's opening alone, N a copy distilled to N entries). Empty: no evidence answers.
     evidence_pots: tuple[int | None, ...] = ()
     # What points at the evidence spans (EvidenceConfig.ranking): "attention" answers from the pot's pointing
-    # alone (through the model's retrieval heads, core.retrieval_heads), since a passkey question's words
+    # alone (through the model's retrieval heads, core.answer.retrieval_heads), since a passkey question's words
     # would find the key by themselves.
     evidence_ranking: str = EvidenceConfig.ranking
     nuc_unit: str = PotConfig.nuc_unit  # validated by PotConfig, which main() builds for every method first
@@ -267,7 +267,7 @@ def run_trial(
             "focus_found": found_key(answer, trial.key),
             "focus_entries": focused.answer_entries,
         }
-    for pot_entries in settings.evidence_pots:  # the document spans the question points to (core.evidence)
+    for pot_entries in settings.evidence_pots:  # the document spans the question points to (core.answer.evidence)
         fetch = lambda start, end: trial.document[start:end]  # noqa: E731
         config = EvidenceConfig(pot_entries=pot_entries, ranking=settings.evidence_ranking)
         spans = find_evidence(engine, pot, QUESTION, len(trial.document), fetch, config, settings.max_new_tokens, heads)

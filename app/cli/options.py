@@ -7,10 +7,10 @@ import argparse
 from dataclasses import replace
 
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
+from infinipot.core.answer.evidence import RANKINGS, EvidenceConfig, parse_pot_entries
+from infinipot.core.answer.grounded_answer import GROUNDING_STYLES
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.decoding import DecodingConfig
-from infinipot.core.evidence import RANKINGS, EvidenceConfig, parse_pot_entries
-from infinipot.core.grounded_answer import GROUNDING_STYLES
 from infinipot.core.precision import DTYPES
 from infinipot.core.scorers import METHODS
 

@@ -1,4 +1,4 @@
-"""Each model's retrieval heads (core.retrieval_heads), calibrated the first time a question needs them and kept
+"""Each model's retrieval heads (core.answer.retrieval_heads), calibrated the first time a question needs them and kept
 under the data home, next to the converted models: `models/retrieval-heads/<model>.json`.
 
 A calibration is a property of the weights, so one file serves every dtype and every document. A file from an
@@ -18,15 +18,15 @@ import threading
 from importlib import resources
 from pathlib import Path
 
-from infinipot.core.engine import Engine
-from infinipot.core.gguf_models import models_folders
-from infinipot.core.retrieval_heads import (
+from infinipot.core.answer.retrieval_heads import (
     CALIBRATION_VERSION,
     CalibrationFailed,
     HeadsConfig,
     RetrievalHeads,
     calibrate,
 )
+from infinipot.core.engine import Engine
+from infinipot.core.gguf_models import models_folders
 from infinipot.storage.atomic import write_atomically
 
 FOLDER = "retrieval-heads"

@@ -10,10 +10,10 @@ from pathlib import Path
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.app.web.numbers import number, whole_number
+from infinipot.core.answer.evidence import EvidenceConfig, parse_pot_entries
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.errors import ModelError
-from infinipot.core.evidence import EvidenceConfig, parse_pot_entries
 from infinipot.core.gguf_models import check_is_gguf, names_gguf_file
 from infinipot.core.precision import check_dtype_name
 
@@ -105,7 +105,7 @@ MODE_WORDS = {
 }
 
 
-# What finds the passages of an evidence answer, in plain words (core.evidence.RANKINGS).
+# What finds the passages of an evidence answer, in plain words (core.answer.evidence.RANKINGS).
 RANKING_WORDS = {
     "both": "where the model's memory looks and the question's words",
     "attention": "where the model's memory looks",
@@ -140,7 +140,7 @@ class AnswerChoices:
     answer_from: str = _ANSWERS.answer_from
     evidence_tokens: int = _ANSWERS.evidence.budget_tokens
     evidence_ranking: str = _ANSWERS.evidence.ranking
-    # "all" or a whole number, as the CLI's --evidence-pot takes it (core.evidence.parse_pot_entries)
+    # "all" or a whole number, as the CLI's --evidence-pot takes it (core.answer.evidence.parse_pot_entries)
     evidence_pot: str = pot_entries_text(_ANSWERS.evidence.pot_entries)
     evidence_spans: int = _ANSWERS.evidence.read_spans
     focus_entries: int = _ANSWERS.focus_entries

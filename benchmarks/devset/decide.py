@@ -1,11 +1,12 @@
-"""Fits and replays the checked answer's decision (core.answer_confidence) over recorded signals, without the model.
+"""Fits and replays the checked answer's decision (core.answer.answer_confidence) over recorded signals,
+without the model.
 
     python -m benchmarks.devset.decide [--signals benchmarks/devset/results/signals/signals-tuning.jsonl]
         [--l2 1] [--candidates 3] [--thresholds 0.45,0.5,0.55,0.6] [--cascades 0.2/0.65/0.48,...]
         [--drop FEATURE,...] [--fit]
 
 Each of the judge's best few sentences of a recorded question (benchmarks.devset.signals) gets the features of
-core.answer_confidence and a label: whether it holds an accepted answer (never, for an unanswerable question). A
+core.answer.answer_confidence and a label: whether it holds an accepted answer (never, for an unanswerable question). A
 logistic model (L2-penalised, by L-BFGS) of that label is fitted. Printed, per threshold: the answers it would
 give when each document's questions are decided by a model fitted on the other documents (leave one document
 out: how a kind of document never seen fares), stated right / stated wrong / not found while the quote holds the
@@ -29,7 +30,7 @@ from pathlib import Path
 import torch
 
 from .check import load_questions
-from .run_modes import read_jsonl
+from .records import read_jsonl
 from .score import is_correct
 
 SIGNALS = Path(__file__).parent / "results" / "signals" / "signals-tuning.jsonl"
@@ -43,11 +44,16 @@ class Candidate:
 
 
 def candidates(record: dict, accepted: Sequence[str] | None, most: int = 3, writer: bool = False) -> list[Candidate]:
-    """The record's candidates (core.answer_confidence.candidate_indices: the judge's best `most`, with `writer`
+    """The record's candidates (core.answer.answer_confidence.candidate_indices: the judge's best `most`, with `writer`
     the sentence the recorded written answer copied from too), with their features and whether each holds an
     accepted answer (`accepted` None: an unanswerable question, none does)."""
-    from infinipot.core.answer_confidence import ConfidenceModel, candidate_indices, sentence_features, writer_features
-    from infinipot.core.answer_sentences import Sentence
+    from infinipot.core.answer.answer_confidence import (
+        ConfidenceModel,
+        candidate_indices,
+        sentence_features,
+        writer_features,
+    )
+    from infinipot.core.answer.answer_sentences import Sentence
 
     ranked = [Sentence(text, span, score) for text, span, score in record["ranked"]]
     written = record["written"] if writer else None
@@ -134,7 +140,7 @@ def likeliest(cands: list[Candidate], weights, bias, features) -> tuple[Candidat
 
 
 def main() -> None:
-    from infinipot.core.answer_confidence import FEATURES, WRITER_FEATURES
+    from infinipot.core.answer.answer_confidence import FEATURES, WRITER_FEATURES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--signals", type=Path, default=SIGNALS)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .check import load_followups, load_paraphrases, load_questions, load_unanswerable
 from .documents import DEFAULT_DIR, DOCUMENTS, HALVES, document_path
-from .run_modes import append_jsonl, read_jsonl
+from .records import append_jsonl, read_jsonl
 from .score import evidence_holds, is_correct, loops
 from .tally import HALF_HEADER, KIND_HEADER, half_row, kind_row, tally
 
@@ -75,8 +75,8 @@ def answer_all(args, label: str) -> None:
     torch.set_num_threads(args.threads)
     from infinipot.app.ask.modes import AnswerSettings
     from infinipot.app.service import DocumentService
+    from infinipot.core.answer.grounded_answer import GroundingConfig
     from infinipot.core.config import PotConfig
-    from infinipot.core.grounded_answer import GroundingConfig
 
     settings = AnswerSettings()
     grounding = GroundingConfig(style=args.style)

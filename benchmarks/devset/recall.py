@@ -15,7 +15,7 @@ apart from reading: a span that holds the answer is the ceiling of what the mode
 `--word-index fts5` measures whether the library's FTS5 index (storage/passages.py: bm25 over 128-token passages,
 the index `ask --all` searches) could serve a single document's word ranking too: the words' buckets come from the
 document's best passages there (each passage's buckets in turn, the passage's bm25 as their score) instead of
-core.word_match over its token ids. It swaps core.evidence.word_ranked_buckets for the run; nothing else changes.
+core.word_match over its token ids. It swaps core.answer.evidence.word_ranked_buckets for the run; nothing else changes.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from infinipot.app.ask.evidence import gather_evidence
     from infinipot.app.service import DocumentService
+    from infinipot.core.answer.evidence import EvidenceConfig
     from infinipot.core.config import PotConfig
-    from infinipot.core.evidence import EvidenceConfig
 
     rankings = args.rankings.split(",")
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -125,10 +125,10 @@ FTS5_PASSAGES = 40
 
 
 def use_fts5_words(service, stored, question: str) -> None:
-    """Make core.evidence rank the words' buckets of `stored`'s document for `question` by the FTS5 index."""
+    """Make core.answer.evidence rank the words' buckets of `stored`'s document for `question` by the FTS5 index."""
     from infinipot.app.library.passage_index import ensure_indexed
     from infinipot.core import evidence as core_evidence
-    from infinipot.core.evidence import Bucket
+    from infinipot.core.answer.evidence import Bucket
 
     store, loaded = service.library.store, stored.engine.loaded
     ensure_indexed(store, service.library.files, [store.documents.get(stored.doc_id)], loaded)

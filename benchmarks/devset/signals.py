@@ -4,10 +4,10 @@
         [--home /tmp/ip-home-dev] [--out benchmarks/devset/results/signals] [--threads 2]
 
 For every answerable and unanswerable question of the half, through the app's own evidence (the passages the
-default settings read) and the checked answer's own parts (core.grounded_answer), it records the passages, the
+default settings read) and the checked answer's own parts (core.answer.grounded_answer), it records the passages, the
 judge's ranked sentences with their scores, the question's likelihood after no text, the rare names asked about,
-and the writer's short answer (core.written_answer, written for every question): everything core.answer_confidence
-decides from. One JSON line per question in <out>/signals-<half>.jsonl (a rerun
+and the writer's short answer (core.answer.written_answer, written for every question): everything
+core.answer.answer_confidence decides from. One JSON line per question in <out>/signals-<half>.jsonl (a rerun
 skips what is there). benchmarks.devset.decide fits and replays the decision over them.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .check import load_questions, load_unanswerable
 from .documents import DEFAULT_DIR, DOCUMENTS, HALVES, document_path
-from .run_modes import append_jsonl, read_jsonl
+from .records import append_jsonl, read_jsonl
 
 RESULTS = Path(__file__).parent / "results" / "signals"
 
@@ -28,10 +28,10 @@ def record_signals(service, doc_id: str, question: str, settings) -> dict:
     """The passages, the judge's ranking, the no-text likelihood, the rare names and the writer's answer for one
     question."""
     from infinipot.app.ask import evidence
-    from infinipot.core.answer_sentences import ranked_sentences
+    from infinipot.core.answer.answer_sentences import ranked_sentences
+    from infinipot.core.answer.evidence import spans_to_read
+    from infinipot.core.answer.written_answer import written_answer
     from infinipot.core.engine import AnswerStats
-    from infinipot.core.evidence import spans_to_read
-    from infinipot.core.written_answer import written_answer
 
     grounding = settings.grounding
     stored = service.open_pot(doc_id)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .doctext import DocText
 from .documents import DEFAULT_DIR, document_path
-from .run_modes import read_jsonl
+from .records import read_jsonl
 from .score import contains
 
 RESULTS = Path(__file__).parent / "results" / "summaries"

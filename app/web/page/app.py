@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from types import SimpleNamespace
 
 import gradio as gr
 
-from infinipot.app.web.page import render
+from infinipot.app.web.page import render, settings_tab
 from infinipot.app.web.page.follow_panel import FollowPanel
 from infinipot.app.web.page.handlers import ALL_HEADS, CHAT_BUTTONS, KEPT_TAB, MEMORY_SERIES, Handlers
 from infinipot.app.web.page.questions import QuestionFeatures
@@ -19,16 +18,6 @@ INTRO = (
 )
 # After a source opens the view: the marked sentence scrolled into the middle of the text box.
 SCROLL_TO_QUOTE = "() => document.querySelector('#ip-tokens .ip-quoted')?.scrollIntoView({block: 'center'})"
-# The method's terms, each said once, in the Settings tab's Advanced part (docs/method.md says more).
-GLOSSARY = """**The method's terms** (the InfiniPot paper; docs/method.md explains each in full)
-- **Memory pot** (size **|M|**, "Memory size" above): the model's fixed-size memory of the document, its key-value
-  (KV) cache; each token it keeps is one *entry* per layer and KV head.
-- **|C|**: the entries kept each time the pot is full and is compressed (Continual Context Distillation).
-- **NuC** (novelty under compression): tokens kept because they surprised the model.
-- **CaP** (catalyst prompt): tokens kept because a summary request (CaP-G) or your question (CaP-Q) attends to them.
-- **KV head**: one of the model's groups of attention heads; each keeps its own entries.
-- **Evidence**: the passages of the document the pot's attention and the question's words point to, read again
-  word for word to answer."""
 
 
 class InfiniPotApp:
@@ -50,7 +39,6 @@ class InfiniPotApp:
     def _layout(self) -> None:
         c = self.c
         choices = self.workspace.setting_choices()
-        defaults = choices["defaults"]
         c.seen = gr.State({})
         c.chat = gr.State({"doc_id": None, "conversation_id": None})
         c.quoted = gr.State(None)  # [first, end) tokens of the sentence a clicked source quoted, marked in the view
@@ -165,193 +153,7 @@ class InfiniPotApp:
                 with gr.Accordion("Data (JSON)", open=False):
                     c.data = gr.JSON()
             with gr.Tab("Settings"):
-                self._settings_layout(choices, defaults)
-
-    def _settings_layout(self, choices: dict, defaults: dict) -> None:
-        """The Settings tab: what most people change, in plain words, then a closed Advanced part with the rest
-        and the method's terms, each explained once (GLOSSARY)."""
-        c = self.c
-        answer_defaults = choices["answer_defaults"]
-        gr.Markdown("Settings for the next uploads (a read already queued keeps its settings) and the next answers.")
-        c.model = gr.Textbox(
-            label="Model: 'default' (bundled SmolLM2-135M), a .gguf file, a local folder, or a hub id",
-            value="default",
-            elem_id="ip-model",
-        )
-        with gr.Row():
-            c.pot_size = gr.Number(
-                label="Memory size: tokens of the document the model keeps in mind at once",
-                info="more remembers more of a long document, and reads and answers slower",
-                value=defaults["pot_size"],
-                precision=0,
-                elem_id="ip-pot-size",
-            )
-            c.max_new_tokens = gr.Slider(
-                label="Answer length (tokens, about 3/4 of a word each)",
-                info="the longest an answer or summary may be",
-                minimum=8,
-                maximum=1024,
-                step=8,
-                value=answer_defaults["max_new_tokens"],
-                elem_id="ip-answer-length",
-            )
-        c.answer_from = gr.Radio(
-            choices["answer_modes"],
-            value=answer_defaults["answer_from"],
-            label="Answer from",
-            info="the first (default) reads the passages the model's memory points to, word for word",
-            elem_id="ip-answer-from",
-        )
-        with gr.Row():
-            c.temperature = gr.Slider(
-                label="Randomness",
-                info="0: always the most likely word (the same answer every time)",
-                minimum=0,
-                maximum=2,
-                step=0.05,
-                value=answer_defaults["temperature"],
-                elem_id="ip-temperature",
-            )
-            c.stop_on_repeat = gr.Checkbox(
-                label="Stop when the answer repeats itself",
-                info="ends the answer before a sentence or line it already wrote, a run-on chain of characters, "
-                "or a new paragraph that asks a question of its own",
-                value=answer_defaults["stop_on_repeat"],
-                elem_id="ip-stop-on-repeat",
-            )
-        c.settings_notice = gr.Markdown(elem_id="ip-settings-notice")
-        c.answers_notice = gr.Markdown(elem_id="ip-answers-notice")
-        with gr.Accordion("Advanced: how documents are read and answered", open=False, elem_id="ip-advanced"):
-            gr.Markdown(GLOSSARY)
-            self._reading_layout(choices, defaults)
-            self._answers_layout(choices["answer_rankings"], answer_defaults)
-
-    def _reading_layout(self, choices: dict, defaults: dict) -> None:
-        c = self.c
-        with gr.Row():
-            c.keep_size = gr.Number(
-                label="Tokens kept each time the memory is full",
-                info="the compressed size, |C|",
-                value=defaults["keep_size"],
-                precision=0,
-                elem_id="ip-keep-size",
-            )
-            c.nuc_ratio = gr.Slider(
-                label="Share kept because it surprised the model",
-                info="the rest is kept because a summary looks at it · NuC ratio α",
-                minimum=0,
-                maximum=1,
-                step=0.05,
-                value=defaults["nuc_ratio"],
-            )
-            c.nuc_unit = gr.Dropdown(
-                choices["nuc_units"],
-                value=defaults["nuc_unit"],
-                label="Surprise is measured per",
-                info="a token gets its sentence's, its word's (with edges) or its own novelty · NuC unit",
-            )
-        with gr.Row():
-            c.cap_mode = gr.Radio(
-                choices["cap_modes"],
-                value=defaults["cap_mode"],
-                label="What decides importance while reading",
-                info="general: a summary request · question: your question below · CaP mode",
-            )
-            c.cap_question = gr.Textbox(label="Question to read for (with 'question')")
-            c.method = gr.Dropdown(
-                choices["methods"],
-                value=defaults["method"],
-                label="Method",
-                info="infinipot; the others are baselines for comparisons",
-            )
-        with gr.Row():
-            c.checkpoint_seconds = gr.Number(
-                label="Save a resume point every ... seconds of reading (a crash loses at most this much; "
-                "0: after every piece)",
-                value=defaults["checkpoint_seconds"],
-                minimum=0,
-                elem_id="ip-checkpoint-seconds",
-            )
-            c.dtype = gr.Dropdown(
-                choices["dtypes"],
-                value=defaults["dtype"],
-                label="Number precision",
-                info="auto: bfloat16 where the processor computes it natively (reads about twice as fast), "
-                "float32 elsewhere · a document read in one is read again for another",
-                elem_id="ip-dtype",
-            )
-
-    def _answers_layout(self, rankings: list[str], defaults: dict) -> None:
-        """The Advanced part's answer settings: the paper's and the decoder's terms in the small print."""
-        c = self.c
-        with gr.Group(elem_id="ip-answers"):
-            with gr.Row():
-                c.evidence_tokens = gr.Number(
-                    label="Passages found for an answer (tokens)",
-                    info="evidence budget: document tokens of the candidate passages (up to 12), of which the "
-                    "best are read",
-                    value=defaults["evidence_tokens"],
-                    precision=0,
-                    elem_id="ip-evidence-tokens",
-                )
-                c.evidence_ranking = gr.Dropdown(
-                    rankings,
-                    value=defaults["evidence_ranking"],
-                    label="Passages found by",
-                    info="both: the pot's attention and the question's words in the whole document, fused "
-                    "(default) · attention: only where the pot looks · words: only the question's words",
-                    elem_id="ip-evidence-ranking",
-                )
-                c.evidence_pot = gr.Textbox(
-                    value=defaults["evidence_pot"],
-                    label="Passages read after (pot entries)",
-                    info="0: the passages on their own, the pot only finds them (default; the small model reads "
-                    "them best so) · all: after the whole pot · a number: after a copy of the pot distilled to "
-                    "that many entries with the question",
-                    elem_id="ip-evidence-pot",
-                )
-                c.evidence_spans = gr.Number(
-                    label="Passages read (the best of those found)",
-                    info="the passages found are ranked by how likely the question is after each one alone, and "
-                    "only this many are read (a small model reads a few best) · 0: every passage found",
-                    value=defaults["evidence_spans"],
-                    precision=0,
-                    elem_id="ip-evidence-spans",
-                )
-            with gr.Row():
-                c.focus_entries = gr.Number(
-                    label="Size of the question-focused copy (entries)",
-                    info="focus mode: entries kept when the pot is distilled with the question (CaP-Q at answer time)",
-                    value=defaults["focus_entries"],
-                    precision=0,
-                    elem_id="ip-focus-entries",
-                )
-                c.top_p = gr.Slider(
-                    label="Words considered",
-                    info="top-p (nucleus): only the likeliest words whose chances add up to this; with randomness only",
-                    minimum=0.05,
-                    maximum=1,
-                    step=0.05,
-                    value=defaults["top_p"],
-                    elem_id="ip-top-p",
-                )
-                c.seed = gr.Number(
-                    label="Seed",
-                    info="with randomness: the same seed gives the same answer again",
-                    value=defaults["seed"],
-                    precision=0,
-                    elem_id="ip-seed",
-                )
-                c.contrast = gr.Slider(
-                    label="Stick to the document",
-                    info="contrast: each word is chosen for how much likelier the document makes it than the "
-                    "model's answer without the document; questions only, not summaries · 0: off (default)",
-                    minimum=0,
-                    maximum=2,
-                    step=0.05,
-                    value=defaults["contrast"],
-                    elem_id="ip-contrast",
-                )
+                settings_tab.layout(c, choices)
 
     def wire_events(self, blocks: gr.Blocks) -> None:
         """Every event of the page, in one place."""
@@ -444,7 +246,7 @@ class InfiniPotApp:
         )
         for button, fn, name in (
             (c.summary_api, h.summary_api, "summarize"),
-            (c.new_summary_api, functools.partial(h.summary_api, new=True), "summarize_new"),
+            (c.new_summary_api, h.new_summary_api, "summarize_new"),
         ):
             button.click(fn, **summary_api, api_name=name)
         question_events = self.questions.wire(c, blocks, answers)

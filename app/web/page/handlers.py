@@ -588,6 +588,11 @@ class Handlers:
         )
         yield from self._last_naming_conversation(updates, 2)
 
+    def new_summary_api(self, doc_id, chat, request: gr.Request | None, *answer):
+        """The /summarize_new API: summary_api with a fresh summary (a method, not a partial: Gradio finds the
+        request argument by the annotations of the function itself)."""
+        yield from self.summary_api(doc_id, chat, request, *answer, new=True)
+
     def summarize(self, chat, request: gr.Request | None, *answer):
         """(status line, chat, chat state, conversations): the summary as a message of the conversation, the stored
         one at once, else its stage ("part 2 of 5") in its bubble and then the summary streamed; kept in the

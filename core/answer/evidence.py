@@ -18,14 +18,14 @@ from typing import NamedTuple
 
 import torch
 
-from .citations import CitationConfig, answer_attention, document_token_scores
-from .engine import Engine
-from .pot import Pot
-from .rerank import best_spans
+from ..citations import CitationConfig, answer_attention, document_token_scores
+from ..engine import Engine
+from ..pot import Pot
+from ..rerank import best_spans
+from ..stopping import check_stop
+from ..word_match import word_match_scores
 from .retrieval_heads import RetrievalHeads
-from .stopping import check_stop
 from .text_units import passage_start
-from .word_match import word_match_scores
 
 RANKINGS = ("attention", "words", "both")
 SPAN_ORDERS = ("document", "likelihood")
@@ -60,11 +60,11 @@ class EvidenceConfig:
     attention: CitationConfig = CitationConfig()
     # What points at the spans: "attention", the question's attention over the pot (it sees only what the pot
     # kept); "words", the question's words found in the whole stored document (core.word_match); "both", the
-    # two rankings fused. Measured on the development set (docs/benchmarks.md, "Evidence answers ...").
+    # two rankings fused. Measured on the development set (docs/experiments.md, "Evidence answers ...").
     ranking: str = "both"
     # How "both" merges the two rankings: this many of the word ranking's buckets, then the attention's next
     # one, and so on, each bucket once. The words find a fact wherever it lies; the pot's attention adds the
-    # places the question's words miss. Measured on both development sets (docs/benchmarks.md, "Retrieval
+    # places the question's words miss. Measured on both development sets (docs/experiments.md, "Retrieval
     # heads"); reciprocal-rank fusion pushed the words' first buckets down behind places the attention alone
     # liked (spans holding the answer for 45-47 questions of 54 against 51 this way).
     words_per_attention: int = 2
@@ -72,23 +72,23 @@ class EvidenceConfig:
     # are common in the document, or absent), the attention leads and the words follow. A question in the
     # user's own words shares only ordinary words with the document (median best score 13 on the paraphrased
     # development questions, 21 on the word-sharing ones). 0: the words always lead. Measured on both sets
-    # (docs/benchmarks.md, "Retrieval heads").
+    # (docs/experiments.md, "Retrieval heads").
     words_lead_score: float = 10.0
     # The words also sought for each content word of the question: this many the model's input embeddings put
     # nearest it, at a cosine of at least `neighbour_similarity` (core.word_match.neighbour_keys), each scoring as
     # a question word. A question in the user's own words shares no content word with the sentence that answers
     # it ("vessel" for "ship", "supplier" for "vendor"). 0 (default): the question's own words alone. Measured on
-    # both development sets (docs/benchmarks.md, "Words the model takes for the question's"): with 8 the words
+    # both development sets (docs/experiments.md, "Words the model takes for the question's"): with 8 the words
     # alone rank the answering sentence's bucket among their 12 best for 17 paraphrased questions of 44 instead of
     # 9, but the passages read held the answer for 19 of 44 instead of 18 and for 47 of 54 word-sharing questions
     # instead of 49; sought only where the question's own words point weakly, 18 and 49.
     word_neighbours: int = 0
     neighbour_similarity: float = 0.45
     # Whose attention points: "retrieval-heads", the few heads calibrated per model to point at a fact from the
-    # question (core.retrieval_heads; every layer counted, the other heads left out); "later-layers", every
+    # question (core.answer.retrieval_heads; every layer counted, the other heads left out); "later-layers", every
     # head of the layers `attention` counts (also used when no calibration is at hand); "sharper" (default),
     # the retrieval heads when they lead (the words point weakly, see words_lead_score) and the later layers
-    # when they back words that lead. Measured on both development sets (docs/benchmarks.md, "Retrieval
+    # when they back words that lead. Measured on both development sets (docs/experiments.md, "Retrieval
     # heads"): the retrieval heads raised the paraphrased questions' recall but lost two word-sharing ones
     # behind the words; "sharper" keeps those and most of the gain.
     pointer: str = "sharper"
@@ -119,7 +119,7 @@ class EvidenceConfig:
     neighbour_sentences: int = 1
     neighbour_tokens: int = 64
     # A span read that begins inside a term's description (an option of a manual page, a setting of a reference:
-    # core.text_units) starts at the term's line when that line is at most this many tokens before it, so that
+    # core.answer.text_units) starts at the term's line when that line is at most this many tokens before it, so that
     # its sentences say what they describe ("--hole-detection=METHOD ... Default is seek"). 0: never.
     term_tokens: int = 96
 
@@ -568,7 +568,7 @@ def with_terms(
     spans: list[Span], fetch: Callable[[int, int], list[int]], tokenizer, config: EvidenceConfig
 ) -> list[Span]:
     """The spans read, each that begins inside a term's description, or in the middle of a word hyphenated across
-    lines, starting where its first unit does instead (core.text_units.passage_start: the term's line) when that
+    lines, starting where its first unit does instead (core.answer.text_units.passage_start: the term's line) when that
     is within config.term_tokens before it, does not reach into another span of the list, and the budget allows;
     held spans unchanged; same order."""
     if not config.term_tokens:

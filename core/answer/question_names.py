@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .grounding import FUNCTION_WORDS, unsupported_words
+from ..grounding import FUNCTION_WORDS, unsupported_words
 
 # A word of the question as written, with its possessive and surrounding punctuation taken off.
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -56,7 +56,7 @@ def rarely_mentioned(question: str, document_ids: torch.Tensor, tokenizer, most:
 
 
 def holds_names(sentence, names: Sequence[str], passages: Sequence[str]) -> bool:
-    """Whether the sentence (a core.answer_sentences.Sentence), or the passage it comes from (`passages`, indexed
+    """Whether the sentence (a core.answer.answer_sentences.Sentence), or the passage it comes from (`passages`, indexed
     by its span), holds each of `names` (the rare names the question asks about). The passage counts: the
     sentence that answers often says "he" of the name the sentence before it gives ("Tomas had been taken on as an
     apprentice ... In his first month he had helped Master Ruel to repair the great clock")."""

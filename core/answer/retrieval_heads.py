@@ -1,14 +1,14 @@
 """Retrieval heads: the few attention heads whose question-time attention lands on the fact that answers it.
 
-The evidence ranking (core.evidence) listens to the question's attention over the pot. Summed over every head
+The evidence ranking (core.answer.evidence) listens to the question's attention over the pot. Summed over every head
 of the later layers, that attention points poorly when the question does not repeat the document's words: most
 heads attend to recent, frequent or similar-sounding tokens. A few heads do point (the retrieval-head and
 DuoAttention papers find a few percent of heads that copy from far back). They are found once per model here,
-on synthetic documents with facts hidden at spread depths (core.retrieval_tasks): each (layer, KV head) ranks
+on synthetic documents with facts hidden at spread depths (core.answer.retrieval_tasks): each (layer, KV head) ranks
 the document's buckets by its own attention from the question's tokens, and the heads that most often rank
 the fact's bucket among their best few are kept.
 
-Measured on the bundled model (docs/benchmarks.md, "Retrieval heads"): the four heads chosen this way put the
+Measured on the bundled model (docs/experiments.md, "Retrieval heads"): the four heads chosen this way put the
 answering sentence's bucket among the 3/6/12 best for 5/14/17 of 44 paraphrased development questions, where
 all heads of the later layers did for 4/6/9; on the 54 word-sharing questions 18/22/24 against 15/20/23.
 """
@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .citations import answer_attention
-from .config import PotConfig
-from .engine import Engine
-from .prompts import encode
+from ..citations import answer_attention
+from ..config import PotConfig
+from ..engine import Engine
+from ..prompts import encode
 from .retrieval_tasks import retrieval_tasks
 
 CALIBRATION_VERSION = 1  # bump when the tasks or the scoring change: stored calibrations are then redone

@@ -1,12 +1,12 @@
 """Answers a user can trust: a sentence of the passages read, or plainly that no direct answer was found.
 
-The passages' sentences, as the document writes them (core.answer_sentences: a term leads its description), are
+The passages' sentences, as the document writes them (core.answer.answer_sentences: a term leads its description), are
 ranked by how likely the question is after each one alone (the judge). The judge's best few are candidates, and a
-calibrated model (core.answer_confidence) gives each the probability that it holds the answer from signals any
+calibrated model (core.answer.answer_confidence) gives each the probability that it holds the answer from signals any
 document has: the judge's scores, the kind of thing asked, the question's words, the rare names, the passage it
 comes from. When the likeliest is sure enough it is the answer at once, in the document's own words
 (`answerable` true); when it is far from it, no direct answer was found. In between, the model writes a short
-answer of its own (core.written_answer), never shown: the sentence it copied becomes a candidate too, and whether
+answer of its own (core.answer.written_answer), never shown: the sentence it copied becomes a candidate too, and whether
 it agrees with each candidate is weighed with the rest. The likeliest is then the answer when its probability
 reaches the threshold; otherwise the answer says plainly that no direct answer was found and quotes that
 candidate (`answerable` false): a question the document does not answer has no candidate that adds what is asked.
@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ..decoding import DecodingConfig
+from ..engine import AnswerStats, Engine
 from .answer_confidence import ConfidenceModel, likeliest
 from .answer_sentences import Sentence, judged_sentences
-from .decoding import DecodingConfig
-from .engine import AnswerStats, Engine
 from .question_kind import holds_kind, question_kind
 from .written_answer import written_answer
 
@@ -42,12 +42,12 @@ class GroundingConfig:
     # How the answer is made from the passages read (the module's docstring); measured on the development set
     # (benchmarks/devset/results/grounded).
     style: str = "checked"
-    # Which candidate answers, and when (core.answer_confidence).
+    # Which candidate answers, and when (core.answer.answer_confidence).
     confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
     # Sentences scored at most (each a short row of one batched pass): about the three passages read.
     sentences: int = 32
     # A name the question uses that the document mentions at most this many times is one the answer should hold
-    # (core.question_names; a signal of core.answer_confidence); None: no such names are sought.
+    # (core.answer.question_names; a signal of core.answer.answer_confidence); None: no such names are sought.
     rare_name_mentions: int | None = 2
 
     def __post_init__(self) -> None:
@@ -143,13 +143,13 @@ def grounded_answer(
     absent: Callable[[], Sequence[str]] | None = None,
 ) -> Iterator[str]:
     """Stream the checked answer to `question` from the `passages` read (token ids, in the order read: the
-    likeliest last, core.evidence's order "likelihood"); `verdict` is filled before the first piece; without
+    likeliest last, core.answer.evidence's order "likelihood"); `verdict` is filled before the first piece; without
     passages the model's answer streams unchecked. `earlier`: the earlier questions a follow-up leans on ("What
     version of it?"): the judge reads them before the question and scores the question alone
     (Engine.question_likelihoods' context). `carried`: earlier answers given in the document's words; when the
     follow-up asks a number, version, date or name, they are judged with the passages' sentences, since the fact
     asked for is often in the sentence just quoted ("For how many years had she kept it?"). `names`: the names the
-    question asks about that the document hardly mentions (core.question_names). `on_writing` is called when
+    question asks about that the document hardly mentions (core.answer.question_names). `on_writing` is called when
     the model starts writing its own answer to weigh (the doubt band), which takes as long as the rest. `absent`
     gives the question's words the document never uses, said in a not-found answer (asked only then)."""
     started = time.perf_counter()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from .grounding import unsupported_words, word_parts
+from ..grounding import unsupported_words, word_parts
 
 _NUMBER = re.compile(
     r"\bhow\s+(many|much|long|high|often|old|far|big|large|tall|wide|deep|heavy)\b"

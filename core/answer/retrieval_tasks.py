@@ -1,6 +1,6 @@
 """Synthetic retrieval tasks: filler prose with a few facts hidden in it, each with a question that asks for it.
 
-They calibrate which attention heads point at a fact from the question (core.retrieval_heads). Most questions
+They calibrate which attention heads point at a fact from the question (core.answer.retrieval_heads). Most questions
 ask in other words than the fact's sentence ("When does the boat depart for the isle?" of "The ferry to the
 island leaves every day at 7:40."), because that is where the pot's attention has to point without the
 question's words to help; two repeat them. Everything is drawn from a seeded generator, so the same seed gives

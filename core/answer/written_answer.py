@@ -3,7 +3,7 @@
 A 135M model writes a fact out of three passages for about four questions in ten, so what it writes is never shown
 for a checked answer. It is a second pointer: the sentence it copies its words from, wherever the judge ranked it
 ("She took a room at an inn called The Copper Kettle ..." ranked sixth), and whether it agrees with a candidate
-(most content words it adds to the question are in that sentence). core.answer_confidence weighs both when the
+(most content words it adds to the question are in that sentence). core.answer.answer_confidence weighs both when the
 judge's signals alone leave the answer in doubt.
 """
 
@@ -13,9 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..decoding import DecodingConfig, decoding_for
+from ..grounding import unsupported_words
 from .answer_sentences import ITEM_START, Sentence
-from .decoding import DecodingConfig, decoding_for
-from .grounding import unsupported_words
 
 # Where a sentence ends for the reader: a stop after a word or a closing mark, not a table of contents' dot leaders
 # (". . . . 12"), with its closing quotes or brackets.

@@ -1,23 +1,23 @@
 """How likely a judged sentence is to hold the answer: one calibrated number instead of rules made per case.
 
-The judge (core.answer_sentences) ranks the passages' sentences by how likely the question is after each. Its best
-sentence holds the answer for about two questions in three, and nothing in its score alone says which. A few
+The judge (core.answer.answer_sentences) ranks the passages' sentences by how likely the question is after each.
+Its best sentence holds the answer for about two questions in three, and nothing in its score alone says which. A few
 signals that any document has say more together:
 
 - first, rank: where the judge put the sentence (rank as log(1 + rank));
 - lead: how far its score leads the next sentence's (a sentence that stands out; the last leads nothing);
 - margin: its score above the question's likelihood after no text at all;
-- kind: it adds to the question the kind of thing asked (core.question_kind: a number, a version, a name, an
+- kind: it adds to the question the kind of thing asked (core.answer.question_kind: a number, a version, a name, an
   identifier such as an option or a variable);
 - cover, rare_cover: the share of the question's content words it holds, plainly and weighted by how few of the
   ranked sentences hold each (a word every sentence holds says nothing);
-- names: it holds the names the question asks about that the document hardly mentions (core.question_names);
+- names: it holds the names the question asks about that the document hardly mentions (core.answer.question_names);
 - best_span: it comes from the passage the span reranker found likeliest.
 
 A logistic model of "this sentence holds an accepted answer" over them, fitted on the tuning half of the
 development set (`python -m benchmarks.devset.decide`; the held-out half was not used), gives each of the judge's
 best `candidates` sentences a probability. When the likeliest is `sure` or more, it is the answer; at `unsure` or
-less, no direct answer is found. In between, the model writes a short answer of its own (core.written_answer) and
+less, no direct answer is found. In between, the model writes a short answer of its own (core.answer.written_answer) and
 a second logistic model weighs two more signals, whether that answer agrees with a candidate and which sentence it
 copied (a candidate too, wherever the judge ranked it); the likeliest candidate is then the answer when its
 probability reaches `threshold`. Otherwise the answer is "No direct answer found", quoting it.
@@ -25,7 +25,7 @@ probability reaches `threshold`. Otherwise the answer is "No direct answer found
 The thresholds are those at which, on the tuning half with each document decided by models fitted on the others
 (what an unseen kind of document looks like), the most questions were stated right with at most one in ten stated
 wrong and at least four unanswerable questions in five marked (benchmarks/devset/results/grounded/report.md,
-docs/benchmarks.md "A decision that transfers").
+docs/experiments.md "A decision that transfers").
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..grounding import content_words, holds_word, word_keys
 from .answer_sentences import Sentence
-from .grounding import content_words, holds_word, word_keys
 from .question_kind import holds_kind
 from .question_names import holds_names
 from .written_answer import agrees, copied_index
 
 FEATURES = ("first", "rank", "lead", "margin", "kind", "cover", "rare_cover", "names", "best_span")
-# With the writer's answer: it agrees with the sentence (core.written_answer.agrees), it copied from it.
+# With the writer's answer: it agrees with the sentence (core.answer.written_answer.agrees), it copied from it.
 WRITER_FEATURES = (*FEATURES, "agree", "copied")
 
 

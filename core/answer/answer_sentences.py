@@ -62,7 +62,7 @@ def _joined_after_abbreviations(parts: list[str]) -> list[str]:
 
 def split_sentences(text: str) -> list[str]:
     """The units of a passage as the document writes them, in order, whitespace collapsed: its sentences, and
-    for a definition list (core.text_units) each term with its description: whole when the description has at
+    for a definition list (core.answer.text_units) each term with its description: whole when the description has at
     most _LONGEST_WORDS words ("--check-device: Check device numbers when creating incremental archives
     (default)."), else each of its sentences led by the term. A heading opens its first sentence."""
     units: list[str] = []
@@ -147,7 +147,7 @@ def ranked_sentences(
     `context`: earlier questions the question follows up (read before it, not scored; Engine.question_likelihoods).
 
     Each distinct sentence is scored once. At most `most` sentences are scored, taken from the last passage first
-    (the passages arrive likeliest last, core.evidence's order "likelihood"), so a long table in a weaker passage
+    (the passages arrive likeliest last, core.answer.evidence's order "likelihood"), so a long table in a weaker passage
     cannot crowd out the best one.
     """
     return judged_sentences(engine, passages, question, most, context)[0]
@@ -163,7 +163,7 @@ def judged_sentences(
     for index in reversed(range(len(passages))):
         for text in split_sentences(passages[index]):
             # A sentence twice (passages that overlap, a repeated heading) is scored once: a copy of the best
-            # would hide how far it stands out (core.answer_confidence's `lead`).
+            # would hide how far it stands out (core.answer.answer_confidence's `lead`).
             if len(candidates) < most and text not in seen:
                 seen.add(text)
                 candidates.append((index, text))
