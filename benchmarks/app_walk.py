@@ -1165,6 +1165,38 @@ def chat_buttons(walk: Walk, shot: str, start: float, timeline: ProgressTimeline
     walk.log.line(f"    progress then ({time.monotonic() - start:.1f} s): {timeline.look()}")
 
 
+STAGE_QUESTION = "What does asn1Coding do?"
+QUEUED_QUESTION = "Which license covers this manual?"
+
+
+def item18_evidence_queue_stop(walk: Walk) -> None:
+    """Issue 55: the passage looked at within a second of Ask, a second question shown waiting in line, Stop on the
+    first, and both kept after a reload."""
+    walk.chat_about(PDF)
+    asked = walk.ask(STAGE_QUESTION)
+    looking = wait_for(lambda: "Looking at" in walk.answer_to(STAGE_QUESTION), "the passage looked at", 60, every=0.05)
+    walk.log.line(f"    'Looking at' shown {time.monotonic() - asked:.2f} s after Ask: {looking}")
+    walk.log.text("the bubble", walk.answer_to(STAGE_QUESTION), limit=600)
+    walk.ask(QUEUED_QUESTION)
+    wait_for(lambda: "Waiting" in walk.answer_to(QUEUED_QUESTION), "the second question waiting", 30, every=0.05)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item18-looking-and-waiting", "the passage looked at, a question in line")
+    walk.find("#ip-stop").click()
+    walk.log.line("    Stop pressed on the first question")
+    second = walk.wait_answer(QUEUED_QUESTION)
+    walk.log.text("the second answer", second, limit=600)
+    walk.log.text("the first after Stop", walk.answer_to(STAGE_QUESTION).split(QUEUED_QUESTION)[0], limit=600)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item18-after-stop", "the first stopped, the second answered")
+    walk.driver.refresh()
+    time.sleep(3)
+    walk.chat_about(PDF, new=False)
+    wait_for(lambda: QUEUED_QUESTION in walk.chat(), "the conversation after a reload", 60)
+    time.sleep(2)
+    with expanded_chat(walk):
+        walk.element_shot("#ip-chat", "item18-after-reload", "the same two turns after a reload")
+
+
 ITEMS: dict[int, Callable[[Walk], None]] = {
     10: item10_first_screen,
     2: item02_research_words,
@@ -1183,6 +1215,7 @@ ITEMS: dict[int, Callable[[Walk], None]] = {
     15: item15_follow_up_after_not_found,
     16: item16_summary_outline,
     17: item17_small_things,
+    18: item18_evidence_queue_stop,
 }  # in the walk's order: the read of item 6 after the answers (it would slow them), the plots of that read in 8
 
 

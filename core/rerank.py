@@ -5,7 +5,7 @@ nine questions in ten) but rank them poorly, and a 135M model handed all twelve 
 wrong one. Asked how likely the question is as the question a span answers, the same model ranks them far
 better: it is a task of recognising, not of writing (query-likelihood reranking, as in Sachan et al. 2022,
 "Improving passage retrieval with zero-shot question generation"). Only the best few spans are then read.
-On the development questions this took the answers from 14 to 21 of 54 (benchmarks/devset/results).
+On the development questions this took the answers from 14 to 21 of 54 (benchmarks/results/devset).
 
 Each span is scored in a context of its own: the chat template's opening, the span, a request to write the
 question the text answers, and the question; the score is the mean log-probability of the question's tokens.

@@ -65,7 +65,7 @@ class SummaryConfig:
     # the opening does not hold gives way to the opening's first sentence), then the main points as the
     # document's own sentences, from the places the pot ranks most important, in document order; nothing the
     # document does not say. "written": the model summarizes part by part and then the parts (it invents: a
-    # "blog post about digital wallets" for the libtasn1 manual). Measured: benchmarks/devset/results/summaries.
+    # "blog post about digital wallets" for the libtasn1 manual). Measured: benchmarks/results/devset/summaries.
     # "outline" (the default: the module's docstring) reads no more than the catalyst's attention over the pot and
     # the stored text.
     style: str = "outline"

@@ -358,3 +358,5 @@ def test_the_words_a_document_never_uses_are_found_in_its_stored_text(tmp_path, 
     # "jumped" is "jumps" folded; "won" and "cup" are too short to be named; the rest is never written.
     asked = "Which football player jumped over the lazy dogs and won the stadium cup?"
     assert absent_words(service.library, stored, asked) == ["football", "player", "stadium"]
+    # One unused word among the question's others is a wording, not the reason: none is named.
+    assert absent_words(service.library, stored, "Which brown fox jumped over the lazy sleeping dog?") == []

@@ -90,7 +90,8 @@ ABSENT_NAMED = 3
 
 def absent_words(library: Library, stored: StoredPot, question: str) -> list[str]:
     """The question's content words (ABSENT_LETTERS letters or more, ABSENT_NAMED at most) that the document
-    never uses in any form core.grounding folds ("football" asked of a manual); none when its text is gone."""
+    never uses in any form core.grounding folds ("football" asked of a manual), when they are at least half of
+    them; none when its text is gone."""
     document = require_document(library.store, stored.doc_id)
     try:
         path = stored_token_ids(library.files, document, stored.engine.loaded)
@@ -104,8 +105,11 @@ def absent_words(library: Library, stored: StoredPot, question: str) -> list[str
         while len(_DOCUMENT_WORDS) > DOCUMENT_WORDS_KEPT:
             _DOCUMENT_WORDS.popitem(last=False)
     _DOCUMENT_WORDS.move_to_end(key)
-    words = [w for w in content_words(question) if w.isalpha() and len(w) >= ABSENT_LETTERS]
-    return list(dict.fromkeys(w for w in words if not holds_word(found, w)))[:ABSENT_NAMED]
+    words = list(dict.fromkeys(w for w in content_words(question) if w.isalpha() and len(w) >= ABSENT_LETTERS))
+    absent = [w for w in words if not holds_word(found, w)]
+    # Named only when the question is mostly about what the document lacks: one unused word of several ("What
+    # happens when you write past the end of a blob?") is a wording, not the reason no answer was found.
+    return absent[:ABSENT_NAMED] if 2 * len(absent) >= len(words) else []
 
 
 def span_citations(library: Library, stored: StoredPot, spans: list[Span]) -> list[Citation]:

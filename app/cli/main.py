@@ -207,7 +207,14 @@ def _stage_printer(enabled: bool):
     """An answer's stages on stderr while it is checked (ask.progress.AskStage): the passage looked at, then
     what is weighed."""
 
+    shown: list[tuple | None] = [None]
+
     def show(stage) -> None:
+        passage = (stage.citation["label"], stage.quote) if stage.citation else None
+        if passage is not None and passage == shown[0]:  # the same passage: only what happens now
+            print(f"infinipot: {stage.text}", file=sys.stderr, flush=True)
+            return
+        shown[0] = passage or shown[0]
         print(f"infinipot: {stage.line()}", file=sys.stderr, flush=True)
 
     return show if enabled else None

@@ -421,7 +421,7 @@ class Workspace:
                 return
             put("done", stats)
 
-        return updates_from(work, "infinipot-library-answer")
+        return updates_from(work)
 
     def conversations(self, doc_id: str) -> list[dict]:
         return self.service.conversations(doc_id) if doc_id else []
@@ -577,7 +577,7 @@ class Workspace:
             put("done", _summary_note(stats.reused_summary, parts, time.perf_counter() - started))
 
         yield "status", "Summarizing…"
-        for kind, value in updates_from(work, "infinipot-summary"):
+        for kind, value in updates_from(work):
             yield kind, "" if value is None else value
             if kind == "done":
                 return
@@ -608,7 +608,7 @@ class Workspace:
                 put("piece", piece)
             put("done", stats)
 
-        return updates_from(work, "infinipot-answer")
+        return updates_from(work)
 
     def source_place(self, doc_id: str, token: int, quote: str = "") -> dict:
         """Where the kept-tokens window opens for a cited place, and the quoted sentence's tokens in it: {"start",

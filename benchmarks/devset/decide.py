@@ -1,7 +1,7 @@
 """Fits and replays the checked answer's decision (core.answer.answer_confidence) over recorded signals,
 without the model.
 
-    python -m benchmarks.devset.decide [--signals benchmarks/devset/results/signals/signals-tuning.jsonl]
+    python -m benchmarks.devset.decide [--signals benchmarks/results/devset/signals/signals-tuning.jsonl]
         [--l2 1] [--candidates 3] [--thresholds 0.45,0.5,0.55,0.6] [--cascades 0.2/0.65/0.48,...]
         [--drop FEATURE,...] [--fit]
 
@@ -33,7 +33,7 @@ from .check import load_questions
 from .records import read_jsonl
 from .score import is_correct
 
-SIGNALS = Path(__file__).parent / "results" / "signals" / "signals-tuning.jsonl"
+SIGNALS = Path(__file__).resolve().parents[1] / "results" / "devset" / "signals" / "signals-tuning.jsonl"
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pathlib import Path
 from .check import load_questions
 from .documents import DEFAULT_DIR, DOCUMENTS, document_path
 
-RESULTS = Path(__file__).parent / "results" / "evidence-latency"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "devset" / "evidence-latency"
 
 
 def _text(message: dict) -> str:

@@ -2,7 +2,7 @@
 through the app's Python API (DocumentService.ask) with one answer-grounding setting.
 
     python -m benchmarks.devset.grounded [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
-        [--out benchmarks/devset/results/grounded] [--style checked|sentence|free] [--threshold P]
+        [--out benchmarks/results/devset/grounded] [--style checked|sentence|free] [--threshold P]
         [--sets answerable,unanswerable,followups,paraphrases] [--pointer retrieval-heads|later-layers]
         [--words-per-attention N] [--words-lead-score S] [--neighbour-sentences N] [--threads 2]
         [--half all|tuning|heldout] [--note WHAT] [--report-only]
@@ -41,7 +41,7 @@ from .score import evidence_holds, is_correct, loops
 from .tally import HALF_HEADER, KIND_HEADER, half_row, kind_row, tally
 
 HERE = Path(__file__).parent
-RESULTS = HERE / "results" / "grounded"
+RESULTS = HERE.parent / "results" / "devset" / "grounded"
 SETS = ("answerable", "unanswerable", "followups", "paraphrases")
 # The four documents of the first development set (54 answerable questions), whose table is kept as it was.
 FIRST_FOUR = {key for key, doc in DOCUMENTS.items() if doc.paraphrased}

@@ -1,7 +1,7 @@
 """What the checked answer could decide from, recorded per question so that decision rules can be replayed offline.
 
     python -m benchmarks.devset.signals [--half tuning] [--docs bench-results/devset-docs]
-        [--home /tmp/ip-home-dev] [--out benchmarks/devset/results/signals] [--threads 2]
+        [--home /tmp/ip-home-dev] [--out benchmarks/results/devset/signals] [--threads 2]
 
 For every answerable and unanswerable question of the half, through the app's own evidence (the passages the
 default settings read) and the checked answer's own parts (core.answer.grounded_answer), it records the passages, the
@@ -21,7 +21,7 @@ from .check import load_questions, load_unanswerable
 from .documents import DEFAULT_DIR, DOCUMENTS, HALVES, document_path
 from .records import append_jsonl, read_jsonl
 
-RESULTS = Path(__file__).parent / "results" / "signals"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "devset" / "signals"
 
 
 def record_signals(service, doc_id: str, question: str, settings) -> dict:

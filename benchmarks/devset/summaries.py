@@ -2,7 +2,7 @@
 the document, and its seconds.
 
     python -m benchmarks.devset.summaries [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
-        [--styles outline,extractive] [--threads 2] [--out benchmarks/devset/results/summaries]
+        [--styles outline,extractive] [--threads 2] [--out benchmarks/results/devset/summaries]
 
 Documents and topics: summary_topics.jsonl, 5-8 topics for each of ten development documents (two PDF manuals, a
 story, two logs, a licence, a Word file, an HTML reference page, an EPUB book, release notes), written by someone
@@ -29,7 +29,7 @@ from .documents import DEFAULT_DIR, document_path
 from .records import read_jsonl
 from .score import contains
 
-RESULTS = Path(__file__).parent / "results" / "summaries"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "devset" / "summaries"
 TOPICS = Path(__file__).with_name("summary_topics.jsonl")
 
 # The summary's own frame, not claims about the document.

@@ -24,7 +24,7 @@ probability reaches `threshold`. Otherwise the answer is "No direct answer found
 
 The thresholds are those at which, on the tuning half with each document decided by models fitted on the others
 (what an unseen kind of document looks like), the most questions were stated right with at most one in ten stated
-wrong and at least four unanswerable questions in five marked (benchmarks/devset/results/grounded/report.md,
+wrong and at least four unanswerable questions in five marked (benchmarks/results/devset/grounded/report.md,
 docs/experiments.md "A decision that transfers").
 """
 

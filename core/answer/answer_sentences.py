@@ -5,7 +5,7 @@ The 135M model judges far better than it writes: handed three passages that hold
 about four questions in ten, while the question's likelihood after each sentence picks the sentence that holds
 it more often. That sentence is what the answer is checked against, what the answer may quote, and the first
 source shown under it; how likely the question is after it, against how likely it is after no text at all, says
-whether the passages answer the question at all (benchmarks/devset/results, "answerable").
+whether the passages answer the question at all (benchmarks/results/devset, "answerable").
 """
 
 from __future__ import annotations

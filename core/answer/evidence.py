@@ -36,7 +36,7 @@ POINTERS = ("sharper", "retrieval-heads", "later-layers")
 class EvidenceConfig:
     # Document tokens of the candidate spans, all together (the best `read_spans` of them are read). The default
     # is chosen from the measured curve of accuracy against time to first token
-    # (benchmarks/devset/results/evidence-context/modes.md): with 12 spans at most, larger budgets find the same.
+    # (benchmarks/results/devset/evidence-context/modes.md): with 12 spans at most, larger budgets find the same.
     budget_tokens: int = 1024
     # Attention is summed over buckets of this many document tokens before ranking: one fact spreads its
     # attention over a few neighbouring tokens, and a bucket also ranks a sentence's tokens together.
@@ -96,12 +96,12 @@ class EvidenceConfig:
     # passages need the room: the pot, then the passages, then the question); 0, none of it, only the chat
     # template's opening (the pot ranks the passages and the document answers); N, a copy of the pot distilled
     # to N entries with the question as catalyst. The 135M model reads the passages best alone: the pot's
-    # entries draw its attention away from them (benchmarks/devset/results/evidence-context/modes.md).
+    # entries draw its attention away from them (benchmarks/results/devset/evidence-context/modes.md).
     pot_entries: int | None = 0
     # Spans read: the candidates (found within budget_tokens and max_spans) are reranked by how likely the model
     # finds the question after each one on its own (core.rerank), and the best `read_spans` are read, placed as
     # `order` says. 0: every candidate is read, unreranked. A 135M model reads the answer out of 3 spans far
-    # more often than out of 12 (benchmarks/devset/results/evidence-context/modes.md).
+    # more often than out of 12 (benchmarks/results/devset/evidence-context/modes.md).
     read_spans: int = 3
     # Whether the question is also written before the spans (it always follows them). Measured, not assumed: a
     # span ending in a numbered list made the model continue the list instead of answering.

@@ -17,7 +17,7 @@ A follow-up asking a number, version, date or name whose fact no candidate holds
 answer's sentence when that holds one (`earlier_fact`).
 
 `style` "free" shows the model's own answer from the passages, unchecked; "sentence" always answers with the
-judge's best sentence. Measured side by side: benchmarks/devset/results/grounded.
+judge's best sentence. Measured side by side: benchmarks/results/devset/grounded.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ NOT_ANSWERED = "No direct answer found in the document."
 @dataclass(frozen=True)
 class GroundingConfig:
     # How the answer is made from the passages read (the module's docstring); measured on the development set
-    # (benchmarks/devset/results/grounded).
+    # (benchmarks/results/devset/grounded).
     style: str = "checked"
     # Which candidate answers, and when (core.answer.answer_confidence).
     confidence: ConfidenceModel = field(default_factory=ConfidenceModel)

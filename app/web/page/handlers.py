@@ -476,23 +476,19 @@ class Handlers:
         """The /ask API: (chat, question box, chat state, conversations) as the question is shown and answered."""
         history, box, chat = self.show_question(doc_id, question, [], chat, request, *answer)
         updates = ((shown, box, chat, conversations) for shown, _, conversations in self.ask(chat, request, *answer))
-        yield from self._last_naming_conversation(updates, 2)
+        yield from self._naming_conversation(updates, 2)
 
-    def _last_naming_conversation(self, updates, state_at: int):
-        """An API call's updates, the last one's chat state (at `state_at`) naming the conversation its turn was
-        stored in."""
-        last = None
+    def _naming_conversation(self, updates, state_at: int):
+        """An API call's updates as they come, the chat state in each (at `state_at`) naming the conversation its
+        turn was stored in once it is known (the last update, after the answer is stored, always names it)."""
+        named = None
         for update in updates:
-            if last is not None:
-                yield last
-            last = update
-        if last is None:
-            return
-        chat = last[state_at]
-        conversation_id = self.ws.turns.conversation_of(chat.get("turn"))
-        if conversation_id is not None and chat.get("doc_id") != ALL_DOCUMENTS:
-            chat = {**chat, **self._chat_state(chat["doc_id"], conversation_id)}
-        yield (*last[:state_at], chat, *last[state_at + 1 :])
+            chat = update[state_at]
+            if named is None and chat.get("doc_id") != ALL_DOCUMENTS:
+                conversation_id = self.ws.turns.conversation_of(chat.get("turn"))
+                if conversation_id is not None:
+                    named = {**chat, **self._chat_state(chat["doc_id"], conversation_id)}
+            yield update if named is None else (*update[:state_at], named, *update[state_at + 1 :])
 
     def _stored_chat(self, doc_id, conversation_id: int, turn_id: str | None = None) -> tuple[list[dict], dict, dict]:
         """(chat, chat state, conversations): the conversation as stored, which is what a reload shows, with the
@@ -586,7 +582,7 @@ class Handlers:
             (status, shown, chat, conversations)
             for status, shown, _, conversations in self._summary(answer, new, request)
         )
-        yield from self._last_naming_conversation(updates, 2)
+        yield from self._naming_conversation(updates, 2)
 
     def new_summary_api(self, doc_id, chat, request: gr.Request | None, *answer):
         """The /summarize_new API: summary_api with a fresh summary (a method, not a partial: Gradio finds the
