@@ -178,8 +178,11 @@ def make_workspace(home: Path, pace: float = 0.0):
                 kwargs["on_stage"] = paced_stage
             else:
                 kwargs["on_stage"] = on_stage
-            pieces, stats, reused = super().ask(doc, question, settings, *args, **kwargs)
-            return self._paced(pieces), stats, reused
+            return super().ask(doc, question, settings, *args, **kwargs)
+
+        def _answer(self, *args, **kwargs):
+            # Paced inside the service's stream, as a slow model would be: what is stored is what was given.
+            return self._paced(super()._answer(*args, **kwargs))
 
         def summarize(self, *args, on_part=None, **kwargs):
             def paced_part(k, n):

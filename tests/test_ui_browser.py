@@ -137,10 +137,13 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
         browser.find_element(By.CSS_SELECTOR, "#ip-ask").click()
 
         def partial_answer() -> str:
+            """The answer's words as shown (its Sources line and the stopped mark left out)."""
             text = visible_text(browser, "#ip-chat").replace("(stopped)", "")
-            return normalized(text.split(follow_up, 1)[1]) if follow_up in text else ""
+            shown = normalized(text.split(follow_up, 1)[1]) if follow_up in text else ""
+            return shown.split("Sources:")[0].strip()
 
-        wait_for(partial_answer, "the start of the answer", 60, every=0.1)
+        # Its first words, not the line saying what the answer waits for.
+        wait_for(lambda: (a := partial_answer()) and not a.endswith("…"), "the start of the answer", 60, every=0.1)
         browser.find_element(By.CSS_SELECTOR, "#ip-stop").click()
         # Unchanged for longer than the 2 s between pieces: the answer stopped growing (or it was complete).
         stopped = wait_until_stable(

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infinipot.app.ask.quoting import index_like, quoted_part, shared_words
-from infinipot.app.ask.stats import AskStats
 from infinipot.core.errors import AnswerStopped
 from infinipot.core.stopping import stopping_when
+
+if TYPE_CHECKING:  # the page imports this module's stages and must not import torch (app.ask.stats does)
+    from infinipot.app.ask.stats import AskStats
 
 WRITING = "writing a short answer to check against the passages"
 
