@@ -397,7 +397,7 @@ class DocumentService:
         stats.evidence_seconds = time.perf_counter() - started
         if spans:
             likeliest = spans[-1] if settings.evidence.order == "likelihood" else max(spans, key=lambda s: s.score)
-            read = evidence.span_citations(self.library, stored, [likeliest])[0].as_json()
+            read = next(c for c in stats.citations if c["token"] == likeliest.start)  # cited above: no second load
             shown = looked_at([read], question)
             tell(AskStage("weighing", f"weighing the sentences of {passages(len(to_read))}", shown))
         return self._checked(stored, question, to_read, settings, stats, history, carried or [], names, tell)
