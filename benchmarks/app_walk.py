@@ -815,17 +815,29 @@ def item12_all_documents(walk: Walk) -> None:
     walk.log.text("answer", answer, limit=4000)
     with expanded_chat(walk):
         walk.element_shot("#ip-chat", "item12-all-documents", "the answer of All documents, its sources named")
-    source = wait_for(
-        lambda: next(b for b in walk.driver.find_elements(By.CSS_SELECTOR, "#ip-chat button") if ", " in b.text),
+    open_from_chat(
+        walk,
+        lambda text: ", " in text,
         "a source button naming its document",
-        30,
+        "item12-source-opened",
+        "what the source of an All documents answer opens",
     )
-    walk.log.line(f"    clicking the first source: {source.text.strip()!r}")
-    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", source)
-    source.click()
-    wait_for(lambda: "starts at" in walk.driver.find_element(By.TAG_NAME, "body").text, "the cited place", 120)
+
+
+def open_from_chat(walk: Walk, matches, what: str, shot: str, caption: str, timeout: float = 30) -> None:
+    """Click the chat's first button whose text `matches` (a source, an outline's part), wait for the document to
+    open at its place and take a screenshot of the page."""
+    button = wait_for(
+        lambda: next(b for b in walk.driver.find_elements(By.CSS_SELECTOR, "#ip-chat button") if matches(b.text)),
+        what,
+        timeout,
+    )
+    walk.log.line(f"    clicking {what}: {button.text.strip()!r}")
+    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+    button.click()
+    wait_for(lambda: "starts at" in walk.driver.find_element(By.TAG_NAME, "body").text, "the place it opens", 120)
     time.sleep(2)
-    walk.shot("item12-source-opened", "what the source of an All documents answer opens", full=True)
+    walk.shot(shot, caption, full=True)
 
 
 FOLLOW_UP = "What version of it?"
@@ -835,13 +847,10 @@ HEADER_QUESTION = "What is the name of the library's header file?"
 def item13_trusted_answers(walk: Walk) -> None:
     """Issue 32's chat on libtasn1.pdf: the license question, its follow-up, a question the manual answers, and
     "Summarize this file", each answer with its first quote."""
-    walk.chat_about(PDF)
-    for number, question in enumerate((LICENSE_QUESTION, FOLLOW_UP, HEADER_QUESTION), start=1):
-        walk.ask(question)
-        answer = walk.wait_answer(question)
-        walk.log.text(f"answer {number}", answer, limit=4000)
-    with expanded_chat(walk):
-        walk.element_shot("#ip-chat", "item13-chat", "the three answers in one conversation, each with its quote")
+    chat_in_turns(
+        walk, PDF, (LICENSE_QUESTION, FOLLOW_UP, HEADER_QUESTION), "item13-chat",
+        "the three answers in one conversation, each with its quote",
+    )  # fmt: skip
     walk.press("Summarize this file")
     summary = wait_stable(
         walk.chat,
@@ -910,17 +919,14 @@ def item16_summary_outline(walk: Walk) -> None:
             walk.element_shot("#ip-chat", shot, f"the summary of {name} with its outline to click")
     walk.chat_about(PDF)
     walk.press("Summarize this file")  # the stored one, at once
-    part = wait_for(
-        lambda: next(b for b in walk.driver.find_elements(By.CSS_SELECTOR, "#ip-chat button") if "Utilities" in b.text),
+    open_from_chat(
+        walk,
+        lambda text: "Utilities" in text,
         "the outline's part 3 Utilities",
-        120,
+        "item16-part-opened",
+        "what a part of the outline opens: the document at its place",
+        timeout=120,
     )
-    walk.log.line(f"    clicking the outline's part: {part.text.strip()!r}")
-    walk.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", part)
-    part.click()
-    wait_for(lambda: "starts at" in walk.driver.find_element(By.TAG_NAME, "body").text, "the part's place", 120)
-    time.sleep(2)
-    walk.shot("item16-part-opened", "what a part of the outline opens: the document at its place", full=True)
 
 
 # -- issue 55 item 4: six small things -----------------------------------------------------------------------------
@@ -942,20 +948,17 @@ def item17_small_things(walk: Walk) -> None:
     The Sources shares of All documents (a), the Document list (e), a not-found answer's passages (g), the Delete
     notice and the head control's label (d), the same file uploaded again (b), and a new read's progress line (c)
     with the Chat tab's buttons while it is read (f)."""
-    with walk.step("item 17 e: the Document list opened"):
-        document_list(walk)
-    with walk.step("item 17 a: an All documents answer and its Sources shares"):
-        all_documents_shares(walk)
-    with walk.step("item 17 g: a not-found answer's closest passages"):
-        not_found_passages(walk)
-    with walk.step("item 17 d: the Delete notice, kept"):
-        delete_notice(walk)
-    with walk.step("item 17 d: the head control's label"):
-        head_label(walk)
-    with walk.step("item 17 b: the same file uploaded again"):
-        same_file_again(walk)
-    with walk.step("item 17 c and f: a new read's progress line, the Chat tab's buttons while it is read"):
-        new_read(walk)
+    for step, part in (
+        ("e: the Document list opened", document_list),
+        ("a: an All documents answer and its Sources shares", all_documents_shares),
+        ("g: a not-found answer's closest passages", not_found_passages),
+        ("d: the Delete notice, kept", delete_notice),
+        ("d: the head control's label", head_label),
+        ("b: the same file uploaded again", same_file_again),
+        ("c and f: a new read's progress line, the Chat tab's buttons while it is read", new_read),
+    ):
+        with walk.step(f"item 17 {step}"):
+            part(walk)
 
 
 def document_list(walk: Walk) -> None:

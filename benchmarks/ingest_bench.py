@@ -68,6 +68,24 @@ def generate_log(path: Path, size_bytes: int, compress: bool) -> None:
             written += len(batch)
 
 
+def byte_bpe(lines: list[str], vocab_size: int, special_tokens: list[str], unk_token: str | None = None):
+    """A byte-level BPE tokenizer (the `tokenizers` library's) trained in-process on `lines`: no download. Also the
+    tests' tiny tokenizers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token=unk_token))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=special_tokens,
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(lines, trainer)
+    return tokenizer
+
+
 def make_tokenizer(spec: str, sample_path: Path):
     if spec != "tiny":
         from transformers import AutoTokenizer, PreTrainedTokenizerFast
@@ -76,21 +94,10 @@ def make_tokenizer(spec: str, sample_path: Path):
         if path.is_file():
             return PreTrainedTokenizerFast(tokenizer_file=str(path))
         return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
     opener = gzip.open if sample_path.suffix == ".gz" else open
     with opener(sample_path, "rt", encoding="utf-8") as handle:
         sample = handle.read(2_000_000)
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=8192,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=["<|endoftext|>"],
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(sample.splitlines(), trainer)
+    tokenizer = byte_bpe(sample.splitlines(), 8192, ["<|endoftext|>"])
     try:
         from transformers import PreTrainedTokenizerFast
     except ImportError:

@@ -22,18 +22,9 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-CHROMIUM_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1280,1800",
-)
+from benchmarks.app_walk import CHROMIUM_FLAGS as WALK_FLAGS  # noqa: E402  (the app walk's browser, a taller window)
+
+CHROMIUM_FLAGS = (*WALK_FLAGS, "--window-size=1280,1800")
 
 
 def start_browser(profile_dir) -> webdriver.Chrome:

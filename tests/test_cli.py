@@ -22,7 +22,10 @@ def test_read_ask_summarize_json_contract(capsys, tiny_model_dir, document):
     assert again["doc_id"] == first["doc_id"] and again["pot_entries"] == first["pot_entries"]
 
     answer = run_json(capsys, ["ask", first["doc_id"][:8], "What does the fox do?", "--max-new-tokens", "5", "--json"])
-    assert {"answer", "seconds", "ttft_seconds", "reused_pot"} <= answer.keys()
+    assert list(answer) == [  # docs/cli.md's fields, in its order
+        "answer", "seconds", "ttft_seconds", "first_evidence_seconds", "reused_pot", "conversation_id", "answerable",
+        "citations", "answer_entries", "answer_from", "evidence_tokens", "stopped_by",
+    ]  # fmt: skip
     assert answer["reused_pot"] is True
     assert answer["ttft_seconds"] <= answer["seconds"]
 

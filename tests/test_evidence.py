@@ -96,6 +96,15 @@ def fetch_from(document: list[int]):
     return lambda start, end: document[start:end]
 
 
+def summary_of(engine, pot, document, config, on_part=None, locate=None, stats=None) -> str:
+    """The whole summary of `document` (read into `pot`), its parts decoded 6 tokens at most."""
+    decoding = DecodingConfig(max_new_tokens=6)
+    parts = summarize_document(
+        engine, pot, len(document), fetch_from(document), config, decoding, stats or AnswerStats(), on_part, locate
+    )
+    return "".join(parts)
+
+
 def test_chosen_spans_do_not_overlap_stay_in_budget_and_come_in_document_order():
     document = ([5] * 15 + [0]) * 40  # 640 tokens, a sentence every 16
     config = EvidenceConfig(budget_tokens=100, bucket_tokens=8, max_span_tokens=40, max_spans=5, span_tokens=0)
@@ -405,18 +414,7 @@ def test_a_long_document_is_summarized_part_by_part_within_the_pot():
     blocks_read = []
     read = engine.read
     engine.read = lambda chunks: read(blocks_read.append(list(chunks)) or blocks_read[-1])
-    text = "".join(
-        summarize_document(
-            engine,
-            pot,
-            len(document),
-            fetch_from(document),
-            config,
-            DecodingConfig(max_new_tokens=6),
-            AnswerStats(),
-            lambda k, n: calls.append((k, n)),
-        )
-    )
+    text = summary_of(engine, pot, document, config, lambda k, n: calls.append((k, n)))
     blocks = calls[0][1]
     assert blocks >= 2  # 256 tokens of spans in blocks of at most 96
     assert calls == [(k, blocks) for k in range(1, blocks + 2)]  # every part, then the combination
@@ -435,11 +433,7 @@ def test_the_opening_alone_is_asked_what_the_document_is_and_its_answer_leads_th
     engine.answer = lambda pot, question, *a, **k: asked.append(question) or answer(pot, question, *a, **k)
     engine.read = lambda chunks: read(reads.append(list(chunks)) or reads[-1])
     stats = AnswerStats()
-    text = "".join(
-        summarize_document(
-            engine, pot, len(document), fetch_from(document), config, DecodingConfig(max_new_tokens=6), stats
-        )
-    )
+    text = summary_of(engine, pot, document, config, stats=stats)
     assert asked == ["What is this document about?"]
     assert [document[:32]] in reads  # the lead is asked of the opening alone
     lead = "".join(answer(read([document[:32]]), asked[0], DecodingConfig(max_new_tokens=4))).strip()
@@ -450,7 +444,7 @@ def test_the_opening_alone_is_asked_what_the_document_is_and_its_answer_leads_th
     quiet = SummaryConfig(
         span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, lead_question="", style="written"
     )
-    "".join(summarize_document(engine, pot, len(document), fetch_from(document), quiet, DecodingConfig(6), stats))
+    summary_of(engine, pot, document, quiet, stats=stats)
     assert asked == []
 
 
@@ -463,19 +457,7 @@ def test_an_extractive_summary_leads_with_the_opening_and_quotes_one_point_per_p
         span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, points=3, style="extractive"
     )
     calls = []
-    text = "".join(
-        summarize_document(
-            engine,
-            pot,
-            len(document),
-            fetch_from(document),
-            config,
-            DecodingConfig(max_new_tokens=6),
-            AnswerStats(),
-            lambda k, n: calls.append((k, n)),
-            lambda token: f"token {token}",
-        )
-    )
+    text = summary_of(engine, pot, document, config, lambda k, n: calls.append((k, n)), lambda token: f"token {token}")
     assert calls == [(1, 2), (2, 2)]  # the lead, then the points
     assert max(lengths) <= engine.config.pot_size
     assert text.strip()  # the checked answer from the opening, or its first sentence (random ids have no points)

@@ -15,6 +15,7 @@ from tiny_models import tiny_loaded
 from infinipot.core.answer.answer_confidence import (
     FEATURES,
     WRITER_FEATURES,
+    AskedAbout,
     ConfidenceModel,
     cover,
     likeliest,
@@ -155,8 +156,8 @@ def test_features_say_what_any_document_shows():
         Sentence("The cover of the manual is green.", 1, -3.0),
     ]
     question = "How many pages does the manual have?"
-    first = sentence_features(ranked, 0, question, -9.0, best_span=1)
-    second = sentence_features(ranked, 1, question, -9.0, best_span=1)
+    first = sentence_features(ranked, 0, question, -9.0, AskedAbout(best_span=1))
+    second = sentence_features(ranked, 1, question, -9.0, AskedAbout(best_span=1))
     assert first["first"] == 1.0 and first["rank"] == 0.0 and second["rank"] == pytest.approx(math.log(2))
     assert first["lead"] == pytest.approx(0.5) and second["lead"] == pytest.approx(1.5)
     assert first["margin"] == pytest.approx(8.0)
@@ -169,9 +170,12 @@ def test_features_say_what_any_document_shows():
     # A sentence without the rare name asked about, unless its passage names it.
     heron = Sentence("She was commanded by Captain Josiah Pell.", 0, 0.0)
     names = ["Margarethe"]
-    assert sentence_features([heron], 0, "Who was the captain of the Margarethe?", 0.0, names=names)["names"] == 0.0
+    assert (
+        sentence_features([heron], 0, "Who was the captain of the Margarethe?", 0.0, AskedAbout(names=names))["names"]
+        == 0.0
+    )
     passages = ["The Margarethe sailed at dawn. She was commanded by Captain Josiah Pell."]
-    held = sentence_features([heron], 0, "Who was the captain?", 0.0, names=names, passages=passages)
+    held = sentence_features([heron], 0, "Who was the captain?", 0.0, AskedAbout(names=names, passages=passages))
     assert held["names"] == 1.0
 
 
@@ -180,10 +184,13 @@ def test_the_fitted_model_states_a_clear_answer_and_marks_a_sentence_that_adds_n
     question = "What is the default port of the server?"
     answer = Sentence("Port: the default port of the server is 8080.", 2, -1.0)
     other = Sentence("The server logs every request.", 0, -3.0)
-    best, p = likeliest([answer, other], question, -6.0, model, best_span=2)
+    best, p = likeliest([answer, other], question, -6.0, model, AskedAbout(best_span=2))
     assert best is answer and p >= model.threshold
     topical = Sentence("The server reads its configuration at start-up.", 2, -2.0)
-    assert likeliest([topical, other], "How many workers does the server start?", -2.5, model, best_span=2)[1] < 0.48
+    assert (
+        likeliest([topical, other], "How many workers does the server start?", -2.5, model, AskedAbout(best_span=2))[1]
+        < 0.48
+    )
     assert 0.0 < probability(dict.fromkeys(FEATURES, 0.0), model) < 0.5
 
 

@@ -19,23 +19,48 @@ def headings_of(path, **kwargs):
     return [(h.level, h.title) for h in text_headings((s.text.rstrip("\n"), s.location) for s in doc.segments())]
 
 
-def test_markdown_and_html_headings_with_their_levels_and_code_comments_left_out(tmp_path):
-    page = tmp_path / "guide.html"
-    page.write_text(
+# A file written here, and the outline its text gives: (level, title) per heading.
+TEXT_OUTLINES = {
+    # HTML: levels from <h1>-<h3>; the navigation and a code block's comment are not headings.
+    "guide.html": (
         "<html><body><nav><h3>Navigation</h3></nav><h1>sqlite3 — DB-API interface</h1><p>Intro.</p>"
         "<h2>Tutorial</h2><pre># Create a table\ncur.execute('CREATE TABLE t(x)')</pre><h2>Reference</h2>"
         "<h3>Module functions</h3><p>Text.</p></body></html>",
-        encoding="utf-8",
-    )
-    assert headings_of(page) == [
-        (1, "sqlite3 — DB-API interface"),
-        (2, "Tutorial"),
-        (2, "Reference"),
-        (3, "Module functions"),
-    ]
-    notes = tmp_path / "notes.md"
-    notes.write_text("# Notes\n\nSome text.\n\n## Setup\n\n# assuming the server is bound to the port given\n")
-    assert headings_of(notes) == [(1, "Notes"), (2, "Setup")]
+        [(1, "sqlite3 — DB-API interface"), (2, "Tutorial"), (2, "Reference"), (3, "Module functions")],
+    ),
+    # Markdown: a "#" line that reads as a sentence (a shell comment in the text) is not a heading.
+    "notes.md": (
+        "# Notes\n\nSome text.\n\n## Setup\n\n# assuming the server is bound to the port given\n",
+        [(1, "Notes"), (2, "Setup")],
+    ),
+    # A manual page: its sections and subsections, the running head left out.
+    "tar.1.txt": (
+        "TAR(1)          GNU TAR Manual          TAR(1)\n\nNAME\n       tar - an archiving utility\n\n"
+        "OPTIONS\n   Operation modifiers\n       --check-device\n              Check device numbers.\n\n"
+        "EXIT STATUS\n       0 on success.\n",
+        [(1, "Name"), (1, "Options"), (2, "Operation modifiers"), (1, "Exit Status")],
+    ),
+    # Numbered headings in plain text; a numbered step, a table row and a sentence starting with a number are not.
+    "spec.txt": (
+        "2 ASN.1 structure handling\n2.1 ASN.1 syntax\nThe parser is case sensitive.\n1. Install the package.\n"
+        "3. Conveying Verbatim Copies.\nYou may convey copies.\n2 CARD16 MAJOR_VERSION 1\n"
+        "12 files were copied to the archive\n",
+        [(1, "2 ASN.1 structure handling"), (2, "2.1 ASN.1 syntax"), (1, "3. Conveying Verbatim Copies")],
+    ),
+    # A story's chapters; its title is not a chapter.
+    "story.txt": (
+        "The Survey\n\nChapter 1. The Grey Heron\n\nShe left.\n\nChapter 2. Kessring\n\nShe came.\n",
+        [(1, "Chapter 1. The Grey Heron"), (1, "Chapter 2. Kessring")],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", TEXT_OUTLINES)
+def test_the_headings_of_a_text_file_with_their_levels(tmp_path, name):
+    text, outline = TEXT_OUTLINES[name]
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert headings_of(path) == outline
 
 
 def test_word_heading_styles_and_epub_chapters(tmp_path):
@@ -73,30 +98,6 @@ def test_word_heading_styles_and_epub_chapters(tmp_path):
         (1, "2. Using the Interpreter", 2),
         (2, "2.1. Invoking", 2),
     ]
-
-
-def test_manual_page_sections_numbered_headings_and_chapters_in_plain_text(tmp_path):
-    manual = tmp_path / "tar.1.txt"
-    manual.write_text(
-        "TAR(1)          GNU TAR Manual          TAR(1)\n\nNAME\n       tar - an archiving utility\n\n"
-        "OPTIONS\n   Operation modifiers\n       --check-device\n              Check device numbers.\n\n"
-        "EXIT STATUS\n       0 on success.\n"
-    )
-    assert headings_of(manual) == [(1, "Name"), (1, "Options"), (2, "Operation modifiers"), (1, "Exit Status")]
-    plain = tmp_path / "spec.txt"
-    plain.write_text(
-        "2 ASN.1 structure handling\n2.1 ASN.1 syntax\nThe parser is case sensitive.\n1. Install the package.\n"
-        "3. Conveying Verbatim Copies.\nYou may convey copies.\n2 CARD16 MAJOR_VERSION 1\n"
-        "12 files were copied to the archive\n"
-    )
-    assert headings_of(plain) == [
-        (1, "2 ASN.1 structure handling"),
-        (2, "2.1 ASN.1 syntax"),
-        (1, "3. Conveying Verbatim Copies"),
-    ]
-    story = tmp_path / "story.txt"
-    story.write_text("The Survey\n\nChapter 1. The Grey Heron\n\nShe left.\n\nChapter 2. Kessring\n\nShe came.\n")
-    assert headings_of(story) == [(1, "Chapter 1. The Grey Heron"), (1, "Chapter 2. Kessring")]
 
 
 def test_running_heads_are_page_furniture_and_the_outline_starts_at_its_top_level():

@@ -4,6 +4,8 @@ questions about a deleted document are told so in one line."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from helpers import make_workspace, message_text, running_app, tiny_settings, wait_until
 from tiny_models import save_model_folder
@@ -37,6 +39,17 @@ def upload_and_wait(client, path, model_dir) -> str:
     return doc_id
 
 
+@contextlib.contextmanager
+def notes_app(tmp_path, infinipot_home, model_dir, sessions: int):
+    """An app on a fresh workspace with a 10-line notes file uploaded and read by the first of `sessions` clients:
+    (workspace, doc_id, clients)."""
+    notes = write_notes_file(tmp_path / "notes.txt", lines=10)
+    workspace = make_workspace(infinipot_home)
+    with running_app(workspace) as url:
+        clients = [Client(url, verbose=False) for _ in range(sessions)]
+        yield workspace, upload_and_wait(clients[0], notes, model_dir), clients
+
+
 def asked(client, doc_id, question) -> list[str]:
     """The questions of the conversation the session's chat shows after asking."""
     history = client.predict(doc_id, question, 8, "pot", api_name="/ask")[0]
@@ -48,11 +61,8 @@ def stored_questions(workspace, conversation_id) -> list[str]:
 
 
 def test_two_sessions_never_share_a_conversation_after_a_delete_and_a_reupload(tmp_path, infinipot_home, model_dir):
-    notes = write_notes_file(tmp_path / "notes.txt", lines=10)
-    workspace = make_workspace(infinipot_home)
-    with running_app(workspace) as url:
-        x, z = Client(url, verbose=False), Client(url, verbose=False)
-        doc_id = upload_and_wait(x, notes, model_dir)
+    with notes_app(tmp_path, infinipot_home, model_dir, sessions=2) as (workspace, doc_id, (x, z)):
+        notes = tmp_path / "notes.txt"
         assert asked(x, doc_id, "X: what does the fox do?") == ["X: what does the fox do?"]
         (first,) = workspace.conversations(doc_id)
 
@@ -75,11 +85,7 @@ def test_two_sessions_never_share_a_conversation_after_a_delete_and_a_reupload(t
 def test_a_session_holding_a_reused_id_does_not_write_into_it(tmp_path, infinipot_home, model_dir):
     """Whatever ids exist (a database from before ids were never reused): a conversation is the one the session
     started only while it was started at the same moment."""
-    notes = write_notes_file(tmp_path / "notes.txt", lines=10)
-    workspace = make_workspace(infinipot_home)
-    with running_app(workspace) as url:
-        x = Client(url, verbose=False)
-        doc_id = upload_and_wait(x, notes, model_dir)
+    with notes_app(tmp_path, infinipot_home, model_dir, sessions=1) as (workspace, doc_id, (x,)):
         asked(x, doc_id, "X: what does the fox do?")
         (conversation,) = workspace.conversations(doc_id)
         store = workspace.service.store
@@ -95,11 +101,7 @@ def test_a_session_holding_a_reused_id_does_not_write_into_it(tmp_path, infinipo
 
 
 def test_questions_about_a_deleted_document_say_it_was_deleted(tmp_path, infinipot_home, model_dir):
-    notes = write_notes_file(tmp_path / "notes.txt", lines=10)
-    workspace = make_workspace(infinipot_home)
-    with running_app(workspace) as url:
-        x, z = Client(url, verbose=False), Client(url, verbose=False)
-        doc_id = upload_and_wait(x, notes, model_dir)
+    with notes_app(tmp_path, infinipot_home, model_dir, sessions=2) as (workspace, doc_id, (x, z)):
         asked(z, doc_id, "What does the fox do?")
         x.predict(doc_id, api_name="/delete")
         with pytest.raises(AppError, match=r"^notes\.txt was deleted$"):

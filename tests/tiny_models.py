@@ -6,7 +6,6 @@ import functools
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
@@ -23,6 +22,7 @@ from transformers import (
     Qwen3ForCausalLM,
 )
 
+from benchmarks.ingest_bench import byte_bpe
 from infinipot.core.model import LoadedModel
 
 CHATML = (
@@ -41,15 +41,7 @@ _CORPUS = [
 
 @functools.cache
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=list(_SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    tok = byte_bpe(_CORPUS * 4, 400, list(_SPECIAL_TOKENS), unk_token="<unk>")
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>", bos_token="<|endoftext|>"
     )

@@ -19,12 +19,10 @@ import torch
 from infinipot.app.bench.haystack import haystack_ids, key_occurrences, passkey_document, passkey_key
 from infinipot.app.bench.needle import QUESTION, found_key
 from infinipot.app.bench.results import (
+    BenchSettings,
     ResultLog,
     length_label,
     parse_depths,
-    parse_lengths,
-    parse_methods,
-    resolved_dtype,
 )
 from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
 from infinipot.core.answer.evidence import (
@@ -47,20 +45,12 @@ from infinipot.core.scorers import make_scorer
 _CHUNK_TOKENS = 4096
 
 
-@dataclass(frozen=True)
-class NiahSettings:
-    lengths: tuple[int, ...]
+@dataclass(frozen=True, kw_only=True)
+class NiahSettings(BenchSettings):
     depths: tuple[float, ...]
     trials: int
-    methods: tuple[str, ...]
-    out: Path
-    model: str = "default"
-    pot_size: int = PotConfig.pot_size
-    keep: int | None = None  # |C|; None: PotConfig's default, as in `infinipot read`
     max_new_tokens: int = 16  # a 5-digit key and a few words around it
     seed: int = 0
-    device: str = "auto"
-    dtype: str = "float32"  # resolved (core.precision.resolve_dtype), so that results record what ran
     # "question": CaP-Q, each trial's document read with that trial's question in the catalyst prompt.
     cap: str = "general"
     # Also answer every trial from a copy of its pot distilled to this many entries with the question (ask --focus).
@@ -80,8 +70,9 @@ class NiahSettings:
     cr_rope: bool = PotConfig.cr_rope
 
     def __post_init__(self) -> None:
-        if not self.lengths or not self.depths or not self.methods:
-            raise ValueError("give at least one length, one depth and one method")
+        super().__post_init__()
+        if not self.depths:
+            raise ValueError("give at least one depth")
         if self.trials < 1:
             raise ValueError(f"trials must be positive, got {self.trials}")
         if self.max_new_tokens < 1:
@@ -110,14 +101,10 @@ class NiahSettings:
     def identity(self) -> dict:
         """What the results depend on besides the cell: a rerun must match it to reuse them."""
         return {
-            "benchmark": "niah",
-            "model": self.model,
-            "pot_size": self.pot_size,
-            "keep": self.keep,
+            **self.run_identity("niah"),
             "max_new_tokens": self.max_new_tokens,
             "seed": self.seed,
             "question": QUESTION,
-            **({"dtype": self.dtype} if self.dtype != "float32" else {}),  # folders from before --dtype were fp32
             # only when not the default, so folders written before this setting existed still resume
             **({"cap": self.cap} if self.cap != "general" else {}),
             **({"focus": self.focus} if self.focus is not None else {}),
@@ -437,27 +424,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> NiahSettings:
-    return NiahSettings(
-        lengths=parse_lengths(args.lengths),
-        depths=parse_depths(args.depths),
-        trials=args.trials,
-        methods=parse_methods(args.methods),
-        out=Path(args.out),
-        model=args.model,
-        pot_size=args.pot_size,
-        keep=args.keep,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        device=args.device,
-        dtype=resolved_dtype(args),
-        cap=args.cap,
-        focus=args.focus,
-        evidence_pots=evidence_pots(args),
-        evidence_ranking=args.evidence_ranking,
-        nuc_unit=args.nuc_unit,
-        nuc_ratio=args.nuc_ratio,
-        sinks=args.sinks,
-        cr_rope=not args.no_cr_rope,
+    return NiahSettings.from_args(
+        args, depths=parse_depths(args.depths), evidence_pots=evidence_pots(args), cr_rope=not args.no_cr_rope
     )
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
+from infinipot.core.config import PotConfig
 from infinipot.core.scorers import METHODS
 
 _SUFFIXES = {"k": 1024, "m": 1024**2}
@@ -123,3 +126,49 @@ def resolved_dtype(args: argparse.Namespace) -> str:
     from infinipot.core.precision import dtype_name
 
     return dtype_name(ModelSpec(device=args.device, dtype=getattr(args, "dtype", "auto")).torch_dtype())
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchSettings:
+    """What every benchmark names: the lengths and methods it measures, where its results go, and the model run."""
+
+    lengths: tuple[int, ...]
+    methods: tuple[str, ...]
+    out: Path
+    model: str = "default"
+    pot_size: int = PotConfig.pot_size
+    keep: int | None = None  # |C|; None: PotConfig's default, as in `infinipot read`
+    device: str = "auto"
+    dtype: str = "float32"  # resolved (core.precision.resolve_dtype), so that results record what ran
+
+    def __post_init__(self) -> None:
+        if not self.lengths or not self.methods:
+            raise ValueError("give at least one length and one method")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, **given):
+        """The settings of a command line: the lengths, methods, folder and dtype parsed, `given` (what a benchmark
+        writes in another form: parsed lists, a negated flag), and every other field from its option's name."""
+        given = {
+            "lengths": parse_lengths(args.lengths),
+            "methods": parse_methods(args.methods),
+            "out": Path(args.out),
+            "dtype": resolved_dtype(args),
+            **given,
+        }
+        named = {
+            field.name: getattr(args, field.name)
+            for field in dataclasses.fields(cls)
+            if field.name not in given and hasattr(args, field.name)
+        }
+        return cls(**named, **given)
+
+    def run_identity(self, benchmark: str) -> dict:
+        """What every benchmark's results depend on besides the cell (each adds its own settings)."""
+        return {
+            "benchmark": benchmark,
+            "model": self.model,
+            "pot_size": self.pot_size,
+            "keep": self.keep,
+            **({"dtype": self.dtype} if self.dtype != "float32" else {}),  # folders from before --dtype were fp32
+        }

@@ -20,7 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from infinipot.app.bench.results import ResultLog, length_label, parse_lengths, parse_methods, resolved_dtype
+from infinipot.app.bench.results import (
+    BenchSettings,
+    ResultLog,
+    length_label,
+)
 from infinipot.core.config import PotConfig
 from infinipot.core.errors import InfiniPotError
 
@@ -28,34 +32,21 @@ PLAIN = "plain"
 _CHUNK_TOKENS = 4096
 
 
-@dataclass(frozen=True)
-class SpeedSettings:
-    lengths: tuple[int, ...]
-    methods: tuple[str, ...]
-    out: Path
-    model: str = "default"
-    pot_size: int = PotConfig.pot_size
-    keep: int | None = None  # |C|; None: PotConfig's default
+@dataclass(frozen=True, kw_only=True)
+class SpeedSettings(BenchSettings):
     repeats: int = 1
-    device: str = "auto"
-    dtype: str = "float32"  # resolved, as niah records it
     threads: int | None = None  # None: one per physical core
 
     def __post_init__(self) -> None:
-        if not self.lengths or not self.methods:
-            raise ValueError("give at least one length and one method")
+        super().__post_init__()
         if self.repeats < 1:
             raise ValueError(f"repeats must be positive, got {self.repeats}")
 
     def identity(self) -> dict:
         return {
-            "benchmark": "speed",
-            "model": self.model,
-            "pot_size": self.pot_size,
-            "keep": self.keep,
+            **self.run_identity("speed"),
             "repeats": self.repeats,
             "device": self.device,
-            **({"dtype": self.dtype} if self.dtype != "float32" else {}),  # folders from before --dtype were fp32
         }
 
 
@@ -209,18 +200,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> SpeedSettings:
-    return SpeedSettings(
-        lengths=parse_lengths(args.lengths),
-        methods=parse_methods(args.methods),
-        out=Path(args.out),
-        model=args.model,
-        pot_size=args.pot_size,
-        keep=args.keep,
-        repeats=args.repeats,
-        device=args.device,
-        dtype=resolved_dtype(args),
-        threads=args.threads,
-    )
+    return SpeedSettings.from_args(args)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -35,6 +35,11 @@ from infinipot.app.errors import system_error_line
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.core.errors import InfiniPotError
 
+# What `ask --json` reports from the answer's stats under their own names, after its timings (DESIGN.md's contract).
+_ASK_JSON_STATS = (
+    "conversation_id", "answerable", "citations", "answer_entries", "answer_from", "evidence_tokens", "stopped_by",
+)  # fmt: skip
+
 
 def add_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
     """A command whose summary is both its line in the parent's --help and the description in its own --help."""
@@ -421,13 +426,7 @@ def _run(args: argparse.Namespace) -> int:
                 ttft_seconds=round(first if first is not None else seconds, 3),
                 first_evidence_seconds=_rounded(stats.first_evidence_seconds),
                 reused_pot=reused,
-                conversation_id=stats.conversation_id,
-                answerable=stats.answerable,
-                citations=stats.citations,
-                answer_entries=stats.answer_entries,
-                answer_from=stats.answer_from,
-                evidence_tokens=stats.evidence_tokens,
-                stopped_by=stats.stopped_by,
+                **{name: getattr(stats, name) for name in _ASK_JSON_STATS},
             )
         if getattr(args, "reread", False):
             result["question_aware"] = question_aware_answer(service, args)

@@ -26,7 +26,18 @@ from infinipot.app.read.follow import LogFollower
 from infinipot.app.service import LOADED_POTS_KEPT, DocumentService
 from infinipot.app.web import kept_view
 from infinipot.app.web.follow_dirs import FollowDirs
-from infinipot.app.web.jobs import ACTIVE, CANCELLED, COUNTING, DONE, FAILED, QUEUED, READING, ReadQueue, ReadRequest
+from infinipot.app.web.jobs import (
+    ACTIVE,
+    CANCELLED,
+    COUNTING,
+    DONE,
+    FAILED,
+    QUEUED,
+    READING,
+    ReadJob,
+    ReadQueue,
+    ReadRequest,
+)
 from infinipot.app.web.question_desk import QuestionDesk
 from infinipot.app.web.settings import (
     MODE_WORDS,
@@ -262,12 +273,18 @@ class Workspace:
             return f"{job.request.name}: removed from the queue"
         return f"{job.request.name}: stopping after the current chunk"
 
-    def resume(self, doc_id: str) -> str:
-        """Queue a stopped or failed read again with its settings; the service continues from its checkpoint."""
+    def _idle(self, doc_id: str, busy: str) -> tuple[str, ReadJob | None]:
+        """The document's id and its latest read job (None: never queued here); ValueError("NAME " + busy) while
+        that job is queued or running."""
         doc_id = _need(doc_id)
         job = self.reads.latest(doc_id)
         if job is not None and job.status in ACTIVE:
-            raise ValueError(f"{job.request.name} is already queued or being read")
+            raise ValueError(f"{job.request.name} {busy}")
+        return doc_id, job
+
+    def resume(self, doc_id: str) -> str:
+        """Queue a stopped or failed read again with its settings; the service continues from its checkpoint."""
+        doc_id, job = self._idle(doc_id, "is already queued or being read")
         if job is not None and job.status in (CANCELLED, FAILED):
             self.reads.submit(job.request)
             return f"{job.request.name}: queued again"
@@ -293,10 +310,7 @@ class Workspace:
         return f"{doc['name']}: queued again"
 
     def delete(self, doc_id: str) -> str:
-        doc_id = _need(doc_id)
-        job = self.reads.latest(doc_id)
-        if job is not None and job.status in ACTIVE:
-            raise ValueError(f"{job.request.name} is being read; cancel the read before deleting it")
+        doc_id, job = self._idle(doc_id, "is being read; cancel the read before deleting it")
         stored = self.service.document(doc_id) is not None
         if not stored and job is None:
             raise ValueError("no such document")

@@ -109,6 +109,22 @@ def _check_header(number: int, item: dict, fields: tuple[str, ...], seen: set[st
     return label
 
 
+def _well_formed(items: list[dict], fields: tuple[str, ...], strings: tuple[str, ...], problems: list[str]):
+    """(label, item) of each record whose fields are there, whose document is known and whose `strings` fields are
+    non-empty strings; each other record's problem is recorded instead (a duplicate id is reported, the record
+    still given)."""
+    seen: set[str] = set()
+    for number, item in enumerate(items, start=1):
+        label = _check_header(number, item, fields, seen, problems)
+        if label is None:
+            continue
+        if not all(isinstance(item[f], str) and item[f].strip() for f in strings):
+            names = ", ".join(strings[:-1]) + " and " + strings[-1]
+            problems.append(f"{label}: {names} must be non-empty strings")
+            continue
+        yield label, item
+
+
 def _answers_ok(label: str, answers, problems: list[str]) -> bool:
     if not isinstance(answers, list) or not answers or not all(isinstance(a, str) and a.strip() for a in answers):
         problems.append(f"{label}: answers must be a non-empty list of strings")
@@ -140,13 +156,9 @@ def check(
 
     `keys` limits the check to some documents (e.g. when the PDFs are not installed)."""
     problems: list[str] = []
-    seen: set[str] = set()
     texts = _texts(docs_dir)
     coverage: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for number, q in enumerate(load_questions(questions_path), start=1):
-        label = _check_header(number, q, FIELDS, seen, problems)
-        if label is None:
-            continue
+    for label, q in _well_formed(load_questions(questions_path), FIELDS, (), problems):
         key = q["document"]
         if keys is not None and key not in keys:
             continue
@@ -176,19 +188,12 @@ def check_followups(
     or its standalone form, at least 3 pairs a document) is checked for every pair; the evidence's place only
     for the documents in `keys` (all when None; none when docs_dir is None)."""
     problems: list[str] = []
-    seen: set[str] = set()
     texts = _texts(docs_dir) if docs_dir is not None else None
     counts: Counter[str] = Counter()
     coverage: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for number, pair in enumerate(load_followups(path), start=1):
-        label = _check_header(number, pair, FOLLOWUP_FIELDS, seen, problems)
-        if label is None:
-            continue
+    strings = ("first", "followup", "standalone")
+    for label, pair in _well_formed(load_followups(path), FOLLOWUP_FIELDS, strings, problems):
         key = pair["document"]
-        texts_ok = all(isinstance(pair[f], str) and pair[f].strip() for f in ("first", "followup", "standalone"))
-        if not texts_ok:
-            problems.append(f"{label}: first, followup and standalone must be non-empty strings")
-            continue
         if not _answers_ok(label, pair["answers"], problems):
             continue
         counts[key] += 1
@@ -219,18 +224,11 @@ def check_unanswerable(
     docs_dir, also that each question's "in_text" terms occur in its document's extracted text and its
     "not_in_text" terms do not (for the documents in `keys`; all when None)."""
     problems: list[str] = []
-    seen: set[str] = set()
     texts = _texts(docs_dir) if docs_dir is not None else None
     normalized: dict[str, str] = {}
     counts: dict[str, Counter[str]] = {key: Counter() for key in DOCUMENTS}
-    for number, q in enumerate(load_unanswerable(path), start=1):
-        label = _check_header(number, q, UNANSWERABLE_FIELDS, seen, problems)
-        if label is None:
-            continue
+    for label, q in _well_formed(load_unanswerable(path), UNANSWERABLE_FIELDS, ("question", "why"), problems):
         key = q["document"]
-        if not all(isinstance(q[f], str) and q[f].strip() for f in ("question", "why")):
-            problems.append(f"{label}: question and why must be non-empty strings")
-            continue
         if q["kind"] not in KINDS:
             problems.append(f"{label}: kind {q['kind']!r} is not one of {', '.join(KINDS)}")
             continue
@@ -385,18 +383,11 @@ def check_paraphrases(
     sentence occurs in its document's extracted text (whitespace runs as one space) on its page or line, for the
     documents in `keys` (all when None)."""
     problems: list[str] = []
-    seen: set[str] = set()
     texts = _texts(docs_dir) if docs_dir is not None else None
     originals = {q["id"]: q for q in load_questions(questions_path)}
     counts: dict[str, Counter[str]] = {key: Counter() for key, doc in DOCUMENTS.items() if doc.paraphrased}
-    for number, p in enumerate(load_paraphrases(path), start=1):
-        label = _check_header(number, p, PARAPHRASE_FIELDS, seen, problems)
-        if label is None:
-            continue
+    for label, p in _well_formed(load_paraphrases(path), PARAPHRASE_FIELDS, ("question", "sentence"), problems):
         key = p["document"]
-        if not all(isinstance(p[f], str) and p[f].strip() for f in ("question", "sentence")):
-            problems.append(f"{label}: question and sentence must be non-empty strings")
-            continue
         if not _answers_ok(label, p["answers"], problems):
             continue
         if not isinstance(p["where"], int) or isinstance(p["where"], bool):

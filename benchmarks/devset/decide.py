@@ -32,6 +32,7 @@ import torch
 from .check import load_questions
 from .records import read_jsonl
 from .score import is_correct
+from .tally import Tally
 
 SIGNALS = Path(__file__).resolve().parents[1] / "results" / "devset" / "signals" / "signals-tuning.jsonl"
 
@@ -48,6 +49,7 @@ def candidates(record: dict, accepted: Sequence[str] | None, most: int = 3, writ
     the sentence the recorded written answer copied from too), with their features and whether each holds an
     accepted answer (`accepted` None: an unanswerable question, none does)."""
     from infinipot.core.answer.answer_confidence import (
+        AskedAbout,
         ConfidenceModel,
         candidate_indices,
         sentence_features,
@@ -59,15 +61,8 @@ def candidates(record: dict, accepted: Sequence[str] | None, most: int = 3, writ
     written = record["written"] if writer else None
     out = []
     for i in candidate_indices(ranked, ConfidenceModel(candidates=most), record["question"], written):
-        features = sentence_features(
-            ranked,
-            i,
-            record["question"],
-            record["no_text"],
-            names=record["names"],
-            passages=record["passages"],
-            best_span=len(record["passages"]) - 1,
-        )
+        asked = AskedAbout(names=record["names"], passages=record["passages"], best_span=len(record["passages"]) - 1)
+        features = sentence_features(ranked, i, record["question"], record["no_text"], asked)
         if writer:
             features |= writer_features(ranked, i, written, record["question"])
         out.append(Candidate(ranked[i].text, features, bool(accepted) and is_correct(ranked[i].text, accepted)))
@@ -99,38 +94,12 @@ def probability(c: Candidate, weights: torch.Tensor, bias: float, features: Sequ
     return 1.0 / (1.0 + math.exp(-z))
 
 
-@dataclass
-class Outcome:
-    stated_right: int = 0
-    stated_wrong: int = 0
-    quote_holds: int = 0
-    not_found: int = 0
-    unanswerable: int = 0
-    marked: int = 0
-
-    def add(self, record: dict, chosen: Candidate | None, stated: bool) -> None:
-        holds = chosen is not None and chosen.label
-        if record["set"] == "unanswerable":
-            self.unanswerable += 1
-            self.marked += not stated
-        elif stated:
-            self.stated_right += holds
-            self.stated_wrong += not holds
-        else:
-            self.quote_holds += holds
-            self.not_found += not holds
-
-    def line(self) -> str:
-        n = self.stated_right + self.stated_wrong + self.quote_holds + self.not_found
-
-        def share(k: int) -> str:
-            return f"{k} ({100 * k / max(n, 1):.0f}%)"
-
-        return (
-            f"stated right {share(self.stated_right)}, stated wrong {share(self.stated_wrong)}, not found while the "
-            f"quote holds it {share(self.quote_holds)}, not found {self.not_found} (of {n}); unanswerable marked "
-            f"{self.marked}/{self.unanswerable}"
-        )
+def count(outcome: Tally, record: dict, chosen: Candidate | None, stated: bool) -> None:
+    """Count one question's answer: `chosen` stated (or not found), right when it is labelled as holding the answer."""
+    if record["set"] == "unanswerable":
+        outcome.count_unanswerable(stated)
+    else:
+        outcome.count_answer(stated, chosen is not None and chosen.label)
 
 
 def likeliest(cands: list[Candidate], weights, bias, features) -> tuple[Candidate | None, float]:
@@ -176,10 +145,10 @@ def main() -> None:
     )
     print(f"leave one document out: the likeliest candidate holds the answer for {chosen_right}")
     for threshold in args.thresholds:
-        outcome = Outcome()
+        outcome = Tally()
         for r in records:
             best, p = likeliest(per[r["id"]], *fitted[r["document"]], features)
-            outcome.add(r, best, best is not None and p >= threshold)
+            count(outcome, r, best, best is not None and p >= threshold)
         print(f"leave one document out, threshold {threshold:g}: {outcome.line()}")
     wrote = all("written" in r for r in records)
     if wrote:
@@ -193,15 +162,15 @@ def main() -> None:
             for d in documents
         }
         for unsure, sure, threshold in args.cascades:
-            outcome, writing = Outcome(), 0
+            outcome, writing = Tally(), 0
             for r in records:
                 best, p = likeliest(per[r["id"]], *fitted[r["document"]], features)
                 if unsure < p < sure:
                     writing += 1
                     best, p = likeliest(late[r["id"]], *fitted_late[r["document"]], late_features)
-                    outcome.add(r, best, best is not None and p >= threshold)
+                    count(outcome, r, best, best is not None and p >= threshold)
                 else:
-                    outcome.add(r, best, p >= sure)
+                    count(outcome, r, best, p >= sure)
             print(
                 f"leave one document out, the writer between {unsure:g} and {sure:g} (run for {writing} of "
                 f"{len(records)}), then {threshold:g}: {outcome.line()}"

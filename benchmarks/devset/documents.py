@@ -83,189 +83,94 @@ class DevDocument:
     description: str = ""
 
 
+def _man_page(key: str, page: str, section: str, genre: str, half: str, package: str, description: str):
+    """A manual page rendered as a user pastes it into a text file (see _man)."""
+    return DevDocument(
+        key, f"{page}.{section}.txt", "text", genre, half, package=package,
+        installed=f"/usr/share/man/man{section}/{page}.{section}.gz", make=_man(page, section),
+        source=f"man {section} {page} | col -b (MANWIDTH=80)", description=description,
+    )  # fmt: skip
+
+
+def _copied(key: str, file: str, genre: str, half: str, package: str, installed: str, description: str):
+    """A text file copied as a Debian package installs it."""
+    return DevDocument(key, file, "text", genre, half, package=package, installed=installed, description=description)
+
+
+def _generated(key: str, file: str, genre: str, half: str, make: Callable[[Path], None], description: str, **more):
+    """A seeded text made by one of this folder's make_*.py scripts (named by the function's module)."""
+    script = make.__module__.rpartition(".")[2]
+    return DevDocument(
+        key, file, "text", genre, half, make=make, source=f"benchmarks/devset/{script}.py",
+        description=description, **more,
+    )  # fmt: skip
+
+
+# fmt: off
 DOCUMENTS: dict[str, DevDocument] = {
     doc.key: doc
     for doc in [
         DevDocument(
-            "libtasn1",
-            "libtasn1.pdf",
-            "pdf",
-            "pdf-manual",
-            "tuning",
-            package="libtasn1-doc",
-            installed="/usr/share/doc/libtasn1-doc/libtasn1.pdf",
-            paraphrased=True,
+            "libtasn1", "libtasn1.pdf", "pdf", "pdf-manual", "tuning", package="libtasn1-doc",
+            installed="/usr/share/doc/libtasn1-doc/libtasn1.pdf", paraphrased=True,
             description="GNU Libtasn1 4.19.0 manual (36 pages): ASN.1 library API reference and the GNU FDL",
         ),
         DevDocument(
-            "mime-spec",
-            "shared-mime-info-spec.pdf",
-            "pdf",
-            "pdf-manual",
-            "tuning",
-            package="shared-mime-info",
-            installed="/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf",
-            paraphrased=True,
+            "mime-spec", "shared-mime-info-spec.pdf", "pdf", "pdf-manual", "tuning", package="shared-mime-info",
+            installed="/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf", paraphrased=True,
             description="Shared MIME-info Database specification 0.21 (17 pages)",
         ),
-        DevDocument(
-            "story",
-            "story.txt",
-            "text",
-            "story",
-            "tuning",
-            make=write_story,
-            source="benchmarks/devset/make_story.py",
-            paraphrased=True,
+        _generated(
+            "story", "story.txt", "story", "tuning", write_story, paraphrased=True,
             description="'The Coast Survey', a generated 13-chapter narrative (make_story.py)",
         ),
-        DevDocument(
-            "log",
-            "orders-platform.log",
-            "text",
-            "log",
-            "tuning",
-            make=write_log,
-            source="benchmarks/devset/make_log.py",
-            paraphrased=True,
+        _generated(
+            "log", "orders-platform.log", "log", "tuning", write_log, paraphrased=True,
             description="a generated 250-line service log of an orders platform (make_log.py)",
         ),
+        _man_page("tar", "tar", "1", "manual-page", "tuning", "tar",
+                  "GNU tar's manual page, tar(1): operations and option lists"),
+        _copied("gpl3", "GPL-3.txt", "licence", "tuning", "base-files", "/usr/share/common-licenses/GPL-3",
+                "the GNU General Public License, version 3"),
+        _copied("sqlite3-api", "sqlite3.html", "api-reference", "tuning", "python3.11-doc",
+                str(PYTHON_DOC / "library" / "sqlite3.html"),
+                "the Python 3.11 library reference page of sqlite3 (HTML): functions, classes, attributes"),
         DevDocument(
-            "tar",
-            "tar.1.txt",
-            "text",
-            "manual-page",
-            "tuning",
-            package="tar",
-            installed="/usr/share/man/man1/tar.1.gz",
-            make=_man("tar", "1"),
-            source="man 1 tar | col -b (MANWIDTH=80)",
-            description="GNU tar's manual page, tar(1): operations and option lists",
-        ),
-        DevDocument(
-            "gpl3",
-            "GPL-3.txt",
-            "text",
-            "licence",
-            "tuning",
-            package="base-files",
-            installed="/usr/share/common-licenses/GPL-3",
-            description="the GNU General Public License, version 3",
-        ),
-        DevDocument(
-            "sqlite3-api",
-            "sqlite3.html",
-            "text",
-            "api-reference",
-            "tuning",
-            package="python3.11-doc",
-            installed=str(PYTHON_DOC / "library" / "sqlite3.html"),
-            description="the Python 3.11 library reference page of sqlite3 (HTML): functions, classes, attributes",
-        ),
-        DevDocument(
-            "bash-news",
-            "bash-NEWS.txt",
-            "text",
-            "release-notes",
-            "tuning",
-            package="bash",
-            installed="/usr/share/doc/bash/NEWS.gz",
-            make=_gunzip("/usr/share/doc/bash/NEWS.gz"),
+            "bash-news", "bash-NEWS.txt", "text", "release-notes", "tuning", package="bash",
+            installed="/usr/share/doc/bash/NEWS.gz", make=_gunzip("/usr/share/doc/bash/NEWS.gz"),
             source="/usr/share/doc/bash/NEWS.gz, uncompressed",
             description="bash's NEWS: the new features of each release, bash-2.0 to bash-5.2",
         ),
+        _man_page("less", "less", "1", "manual-page", "heldout", "less",
+                  "the manual page of less, less(1): commands, options, prompts, environment"),
+        _man_page("journalctl", "journalctl", "1", "manual-page", "heldout", "systemd",
+                  "the manual page of journalctl, journalctl(1): options, output modes, exit status"),
+        _man_page("systemd-service", "systemd.service", "5", "config-reference", "heldout", "systemd",
+                  "systemd.service(5): the [Service] section's settings, their values and defaults"),
+        _copied("lgpl21", "LGPL-2.1.txt", "licence", "heldout", "base-files", "/usr/share/common-licenses/LGPL-2.1",
+                "the GNU Lesser General Public License, version 2.1"),
+        _copied("whatsnew311", "whatsnew-3.11.html", "release-notes", "heldout", "python3.11-doc",
+                str(PYTHON_DOC / "whatsnew" / "3.11.html"),
+                "What's New In Python 3.11 (HTML): the release's features, changes and removals"),
         DevDocument(
-            "less",
-            "less.1.txt",
-            "text",
-            "manual-page",
-            "heldout",
-            package="less",
-            installed="/usr/share/man/man1/less.1.gz",
-            make=_man("less", "1"),
-            source="man 1 less | col -b (MANWIDTH=80)",
-            description="the manual page of less, less(1): commands, options, prompts, environment",
-        ),
-        DevDocument(
-            "journalctl",
-            "journalctl.1.txt",
-            "text",
-            "manual-page",
-            "heldout",
-            package="systemd",
-            installed="/usr/share/man/man1/journalctl.1.gz",
-            make=_man("journalctl", "1"),
-            source="man 1 journalctl | col -b (MANWIDTH=80)",
-            description="the manual page of journalctl, journalctl(1): options, output modes, exit status",
-        ),
-        DevDocument(
-            "systemd-service",
-            "systemd.service.5.txt",
-            "text",
-            "config-reference",
-            "heldout",
-            package="systemd",
-            installed="/usr/share/man/man5/systemd.service.5.gz",
-            make=_man("systemd.service", "5"),
-            source="man 5 systemd.service | col -b (MANWIDTH=80)",
-            description="systemd.service(5): the [Service] section's settings, their values and defaults",
-        ),
-        DevDocument(
-            "lgpl21",
-            "LGPL-2.1.txt",
-            "text",
-            "licence",
-            "heldout",
-            package="base-files",
-            installed="/usr/share/common-licenses/LGPL-2.1",
-            description="the GNU Lesser General Public License, version 2.1",
-        ),
-        DevDocument(
-            "whatsnew311",
-            "whatsnew-3.11.html",
-            "text",
-            "release-notes",
-            "heldout",
-            package="python3.11-doc",
-            installed=str(PYTHON_DOC / "whatsnew" / "3.11.html"),
-            description="What's New In Python 3.11 (HTML): the release's features, changes and removals",
-        ),
-        DevDocument(
-            "logging-howto",
-            "logging-howto.docx",
-            "text",
-            "word",
-            "heldout",
-            package="python3.11-doc",
-            installed=str(LOGGING_HOWTO),
-            make=write_logging_docx,
+            "logging-howto", "logging-howto.docx", "text", "word", "heldout", package="python3.11-doc",
+            installed=str(LOGGING_HOWTO), make=write_logging_docx,
             source="benchmarks/devset/make_book.py from python3.11-doc's howto/logging.html",
             description="the Logging HOWTO of the Python 3.11 documentation as a Word file (headings, lists, tables)",
         ),
         DevDocument(
-            "tutorial",
-            "python-tutorial.epub",
-            "epub",
-            "book",
-            "heldout",
-            package="python3.11-doc",
-            installed=str(TUTORIAL / "index.html"),
-            make=write_tutorial_epub,
+            "tutorial", "python-tutorial.epub", "epub", "book", "heldout", package="python3.11-doc",
+            installed=str(TUTORIAL / "index.html"), make=write_tutorial_epub,
             source="benchmarks/devset/make_book.py from python3.11-doc's tutorial/*.html",
             description="The Python Tutorial (Python 3.11) as an EPUB book, 16 chapters",
         ),
-        DevDocument(
-            "syslog",
-            "mail-relay.log",
-            "text",
-            "log",
-            "heldout",
-            make=write_syslog,
-            source="benchmarks/devset/make_syslog.py",
+        _generated(
+            "syslog", "mail-relay.log", "log", "heldout", write_syslog,
             description="a generated syslog of a mail relay host over a day (make_syslog.py)",
         ),
     ]
 }
+# fmt: on
 
 
 def half_keys(half: str) -> list[str]:

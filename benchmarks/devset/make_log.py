@@ -12,10 +12,11 @@ reconciliation, and a shutdown. Routine lines never repeat those events' numbers
 
 from __future__ import annotations
 
-import argparse
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
+
+from .generated import events_by_line, generator_main, write_lines
 
 START = datetime(2024, 11, 14, 6, 0, 0)
 HOST = "shop-prod-03"
@@ -165,10 +166,7 @@ def _routine(rng: random.Random, degraded: bool) -> tuple[str, str, str]:
 
 def log_lines(seed: int = 11, lines: int = 250) -> list[str]:
     rng = random.Random(seed)
-    events = {}
-    for fraction, group in EVENTS:
-        at = min(int(fraction * lines), lines - len(group))
-        events[at] = group
+    events = events_by_line(EVENTS, lines)
     out: list[str] = []
     clock = START
     outage = (int(0.40 * lines), int(0.55 * lines))
@@ -188,20 +186,8 @@ def log_lines(seed: int = 11, lines: int = 250) -> list[str]:
 
 
 def write_log(path: Path, seed: int = 11, lines: int = 250) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(log_lines(seed, lines)) + "\n", encoding="utf-8")
-    return path
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="file to write (e.g. devset-docs/orders-platform.log)")
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--lines", type=int, default=250)
-    args = parser.parse_args()
-    print(write_log(args.out, args.seed, args.lines))
+    return write_lines(path, log_lines(seed, lines))
 
 
 if __name__ == "__main__":
-    main()
+    generator_main(__doc__, write_log, "orders-platform.log", seed=11, lines=250)

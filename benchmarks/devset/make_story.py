@@ -11,10 +11,11 @@ sentences carry no numbers and no facts that a question asks about.
 
 from __future__ import annotations
 
-import argparse
 import random
 import textwrap
 from pathlib import Path
+
+from .generated import generator_main, write_text_file
 
 TITLE = "The Coast Survey"
 
@@ -385,19 +386,8 @@ def story_text(seed: int = 7) -> str:
 
 
 def write_story(path: Path, seed: int = 7) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(story_text(seed), encoding="utf-8")
-    return path
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="file to write (e.g. devset-docs/story.txt)")
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
-    print(write_story(args.out, args.seed))
+    return write_text_file(path, story_text(seed))
 
 
 if __name__ == "__main__":
-    main()
+    generator_main(__doc__, write_story, "story.txt", seed=7)

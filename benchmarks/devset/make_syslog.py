@@ -12,10 +12,11 @@ nightly backup and a kernel I/O error on a second disk. Routine lines never repe
 
 from __future__ import annotations
 
-import argparse
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
+
+from .generated import events_by_line, generator_main, write_lines
 
 START = datetime(2025, 3, 9, 5, 58, 0)
 HOST = "relay-02"
@@ -149,10 +150,7 @@ def _routine(rng: random.Random) -> tuple[str, str]:
 
 def syslog_lines(seed: int = 23, lines: int = 420) -> list[str]:
     rng = random.Random(seed)
-    events = {}
-    for fraction, group in EVENTS:
-        at = min(int(fraction * lines), lines - len(group))
-        events[at] = group
+    events = events_by_line(EVENTS, lines)
     out: list[str] = []
     clock = START
     index = 0
@@ -168,20 +166,8 @@ def syslog_lines(seed: int = 23, lines: int = 420) -> list[str]:
 
 
 def write_syslog(path: Path, seed: int = 23, lines: int = 420) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(syslog_lines(seed, lines)) + "\n", encoding="utf-8")
-    return path
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="file to write (e.g. devset-docs/mail-relay.log)")
-    parser.add_argument("--seed", type=int, default=23)
-    parser.add_argument("--lines", type=int, default=420)
-    args = parser.parse_args()
-    print(write_syslog(args.out, args.seed, args.lines))
+    return write_lines(path, syslog_lines(seed, lines))
 
 
 if __name__ == "__main__":
-    main()
+    generator_main(__doc__, write_syslog, "mail-relay.log", seed=23, lines=420)

@@ -59,19 +59,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rankings = args.rankings.split(",")
     budgets = [int(b) for b in args.budgets.split(",")]
-    shape = {}
-    if args.max_spans is not None:
-        shape["max_spans"] = args.max_spans
-    if args.max_span_tokens is not None:
-        shape["max_span_tokens"] = args.max_span_tokens
-    if args.pointer is not None:
-        shape["pointer"] = args.pointer
-    if args.words_per_attention is not None:
-        shape["words_per_attention"] = args.words_per_attention
-    if args.words_lead_score is not None:
-        shape["words_lead_score"] = args.words_lead_score
-    if args.word_neighbours is not None:
-        shape["word_neighbours"] = args.word_neighbours
+    shaping = ("max_spans", "max_span_tokens", "pointer", "words_per_attention", "words_lead_score", "word_neighbours")
+    shape = {name: getattr(args, name) for name in shaping if getattr(args, name) is not None}
     service = DocumentService(args.home, device="cpu")
     found: dict[tuple[str, int], list[bool]] = {}
     seconds: dict[tuple[str, int], list[float]] = {}

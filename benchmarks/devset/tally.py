@@ -38,6 +38,34 @@ class Tally:
     alone_right: int = 0
     ttfts: tuple[float, ...] = ()
 
+    def count_answer(self, stated: bool, right: bool) -> None:
+        """One answerable question: stated (or not found) with (or without) an accepted answer in what it says or
+        quotes."""
+        self.answerable += 1
+        if stated:
+            self.stated_right += right
+            self.stated_wrong += not right
+        else:
+            self.quote_holds += right
+            self.not_found += not right
+
+    def count_unanswerable(self, stated: bool) -> None:
+        self.unanswerable += 1
+        self.unanswerable_marked += not stated
+
+    def line(self) -> str:
+        """The answers in one line, each share of the answerable questions."""
+        n = self.answerable
+
+        def share(k: int) -> str:
+            return f"{k} ({100 * k / max(n, 1):.0f}%)"
+
+        return (
+            f"stated right {share(self.stated_right)}, stated wrong {share(self.stated_wrong)}, not found while the "
+            f"quote holds it {share(self.quote_holds)}, not found {self.not_found} (of {n}); unanswerable marked "
+            f"{self.unanswerable_marked}/{self.unanswerable}"
+        )
+
     @property
     def median_ttft(self) -> float | None:
         return round(statistics.median(self.ttfts), 2) if self.ttfts else None
@@ -62,21 +90,13 @@ def tally(
             continue
         if r["set"] == "answerable" and r["id"] in questions:
             q = questions[r["id"]]
-            right = is_correct(r["answer"], q["answers"])
-            t.answerable += 1
-            if r["answerable"]:
-                t.stated_right += right
-                t.stated_wrong += not right
-            else:
-                t.quote_holds += right
-                t.not_found += not right
+            t.count_answer(r["answerable"], is_correct(r["answer"], q["answers"]))
             t.in_passages += evidence_holds(r["snippets"], [*q["answers"], q["evidence"]])
             t.loops += loops(r["answer"])
             if r.get("ttft_seconds") is not None:
                 ttfts.append(r["ttft_seconds"])
         elif r["set"] == "unanswerable" and r["id"] in unanswerable:
-            t.unanswerable += 1
-            t.unanswerable_marked += not r["answerable"]
+            t.count_unanswerable(r["answerable"])
         elif r["set"] == "followups" and r["id"] in followups:
             answers = followups[r["id"]]["answers"]
             right = is_correct(r["followup"]["answer"], answers)

@@ -105,22 +105,28 @@ def rare_cover(sentence: str, question: str, ranked: Sequence[str], held: Sequen
     return sum(weights[w] for w in words if holds_word(found, w)) / total
 
 
+@dataclass(frozen=True)
+class AskedAbout:
+    """What a sentence is weighed against besides the question: the `earlier` question a follow-up follows, the
+    rare `names` asked about (held with the `passages` the sentences come from), and `best_span`, the index of the
+    passage the span reranker found likeliest (-1: none)."""
+
+    earlier: str = ""
+    names: Sequence[str] = ()
+    passages: Sequence[str] = ()
+    best_span: int = -1
+
+
 def sentence_features(
     ranked: Sequence[Sentence],
     index: int,
     question: str,
     no_text: float,
-    *,
-    earlier: str = "",
-    names: Sequence[str] = (),
-    passages: Sequence[str] = (),
-    best_span: int = -1,
+    asked: AskedAbout = AskedAbout(),
     held: Sequence[set[str]] | None = None,
 ) -> dict[str, float]:
     """The FEATURES of ranked[index] (the judge's ranking, best first). `no_text`: the question's likelihood after
-    no text; `names`: the rare names asked about, held with the `passages` the sentences come from; `best_span`:
-    the index of the passage the span reranker found likeliest; `held`: each ranked sentence's word_keys, when
-    known (likeliest computes them once)."""
+    no text; `held`: each ranked sentence's word_keys, when known (likeliest computes them once)."""
     sentence = ranked[index]
     after = ranked[index + 1].score if index + 1 < len(ranked) else sentence.score  # the last leads nothing
     texts = [s.text for s in ranked]
@@ -129,11 +135,11 @@ def sentence_features(
         "rank": math.log1p(index),
         "lead": sentence.score - after,
         "margin": sentence.score - no_text,
-        "kind": float(holds_kind(sentence.text, question, earlier)),
+        "kind": float(holds_kind(sentence.text, question, asked.earlier)),
         "cover": cover(sentence.text, question),
         "rare_cover": rare_cover(sentence.text, question, texts, held),
-        "names": float(holds_names(sentence, names, passages)),
-        "best_span": float(sentence.span == best_span),
+        "names": float(holds_names(sentence, asked.names, asked.passages)),
+        "best_span": float(sentence.span == asked.best_span),
     }
 
 
@@ -180,11 +186,7 @@ def likeliest(
     question: str,
     no_text: float,
     model: ConfidenceModel,
-    *,
-    earlier: str = "",
-    names: Sequence[str] = (),
-    passages: Sequence[str] = (),
-    best_span: int = -1,
+    asked: AskedAbout = AskedAbout(),
     written: str | None = None,
 ) -> tuple[Sentence | None, float]:
     """The candidate likeliest to hold the answer, and that likelihood; (None, 0.0) when no ranked sentence adds
@@ -193,20 +195,10 @@ def likeliest(
     best, chance = None, 0.0
     held = [word_keys([s.text]) for s in ranked]
     copied = copied_index(written, ranked) if written else None
-    for index in candidate_indices(ranked, model, question, written, earlier):
-        features = sentence_features(
-            ranked,
-            index,
-            question,
-            no_text,
-            earlier=earlier,
-            names=names,
-            passages=passages,
-            best_span=best_span,
-            held=held,
-        )
+    for index in candidate_indices(ranked, model, question, written, asked.earlier):
+        features = sentence_features(ranked, index, question, no_text, asked, held)
         if written is not None:
-            features |= writer_features(ranked, index, written, question, earlier, copied)
+            features |= writer_features(ranked, index, written, question, asked.earlier, copied)
         p = probability(features, model, written is not None)
         if best is None or p > chance:
             best, chance = ranked[index], p

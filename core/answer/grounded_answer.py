@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..decoding import DecodingConfig
 from ..engine import AnswerStats, Engine
-from .answer_confidence import ConfidenceModel, likeliest
+from .answer_confidence import AskedAbout, ConfidenceModel, likeliest
 from .answer_sentences import Sentence, judged_sentences
 from .question_kind import holds_kind, question_kind
 from .written_answer import written_answer
@@ -171,8 +171,8 @@ def grounded_answer(
         verdict.answerable, verdict.reason = verdict.sentence is not None, "sentence"
     else:
         model = config.confidence
-        signals = dict(earlier=earlier, names=names, passages=texts, best_span=first_carried - 1)
-        verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, **signals)
+        asked = AskedAbout(earlier, names, texts, best_span=first_carried - 1)
+        verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked)
         held = earlier_fact(ranked, first_carried, question, earlier, model.candidates)
         stated = verdict.sentence is not None and verdict.confidence >= model.sure
         if not stated and held is None and verdict.sentence is not None and verdict.confidence > model.unsure:
@@ -189,9 +189,7 @@ def grounded_answer(
                 pot_entries=pot_entries,
                 question_first=question_first,
             )
-            verdict.sentence, verdict.confidence = likeliest(
-                ranked, question, no_text, model, written=verdict.written, **signals
-            )
+            verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked, verdict.written)
             stated = verdict.confidence >= model.threshold
         if stated:
             verdict.reason = "confident"

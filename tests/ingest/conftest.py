@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.ingest_bench import byte_bpe
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ingest"
 
 _CORPUS = [
@@ -36,19 +38,7 @@ def builders():
 @pytest.fixture(scope="session")
 def backend_tokenizer():
     """A byte-level BPE tokenizer trained in-process on a few sentences (no downloads)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=["<|endoftext|>", "<|im_end|>"],
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(_CORPUS * 5, trainer)
-    return tokenizer
+    return byte_bpe(_CORPUS * 5, 400, ["<|endoftext|>", "<|im_end|>"])
 
 
 @pytest.fixture(scope="session")
