@@ -222,14 +222,14 @@ def free_port() -> int:
 @contextmanager
 def running_app(workspace, refresh_seconds: float = 0.5):
     """Serve the app on a free loopback port; yields its URL."""
-    from infinipot.app.web.page import serve
+    from infinipot.app.web.page import serve, stop_serving
 
     port = free_port()
     blocks = serve(workspace, "127.0.0.1", port, block=False, quiet=True, refresh_seconds=refresh_seconds)
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
-        blocks.close()
+        stop_serving(blocks)
         workspace.close()
 
 

@@ -100,7 +100,7 @@ def main() -> None:
     from gradio_client import Client
 
     from infinipot.app.service import DocumentService
-    from infinipot.app.web.page import serve
+    from infinipot.app.web.page import serve, stop_serving
     from infinipot.app.web.workspace import open_workspace
     from infinipot.core.config import PotConfig
 
@@ -123,7 +123,7 @@ def main() -> None:
             rows.append({**timing, "id": question["id"], "half": DOCUMENTS[question["document"]].half})
             print(f"{question['id']}: {timing}", flush=True)
     finally:
-        blocks.close()
+        stop_serving(blocks)
         workspace.close()
     lines = [
         f"# First evidence on screen ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs)",

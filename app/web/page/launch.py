@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import threading
 from importlib import resources
 
 LOOPBACK_NAMES = ("localhost",)
@@ -73,3 +74,22 @@ def serve(
         footer_links=["api"],
     )
     return blocks
+
+
+def stop_serving(blocks) -> None:
+    """Stop an app that serve(block=False) started. Gradio's close() sets an asyncio.Event of the server's loop from
+    this thread, which races a page's heartbeat waiting on it ("deque mutated during iteration", once in CI while a
+    browser was still connected): the event is set on its own loop first, so close() finds it set."""
+    for app in {id(a): a for a in (getattr(blocks, "app", None), getattr(blocks, "server_app", None)) if a}.values():
+        event = getattr(app, "stop_event", None)
+        loop = getattr(event, "_loop", None)  # asyncio binds an Event to its loop when first waited on
+        if loop is not None and loop.is_running() and not event.is_set():
+            done = threading.Event()
+            loop.call_soon_threadsafe(_set_both, event, done)
+            done.wait(5)
+    blocks.close()
+
+
+def _set_both(event, done: threading.Event) -> None:
+    event.set()
+    done.set()
