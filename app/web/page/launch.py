@@ -80,7 +80,7 @@ def stop_serving(blocks) -> None:
     """Stop an app that serve(block=False) started. Gradio's close() sets an asyncio.Event of the server's loop from
     this thread, which races a page's heartbeat waiting on it ("deque mutated during iteration", once in CI while a
     browser was still connected): the event is set on its own loop first, so close() finds it set."""
-    for app in {id(a): a for a in (getattr(blocks, "app", None), getattr(blocks, "server_app", None)) if a}.values():
+    for app in (getattr(blocks, "app", None), getattr(blocks, "server_app", None)):  # may be one app: set once
         event = getattr(app, "stop_event", None)
         loop = getattr(event, "_loop", None)  # asyncio binds an Event to its loop when first waited on
         if loop is not None and loop.is_running() and not event.is_set():
