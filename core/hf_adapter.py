@@ -153,6 +153,12 @@ def _check_stop_hook(module: torch.nn.Module, args) -> None:
     check_stop()
 
 
+def is_stop_check(hook) -> bool:
+    """Whether a layer's forward pre-hook is stop_between_layers' check (a lean path that makes the check itself
+    may run the layer's work without its module)."""
+    return hook is _check_stop_hook
+
+
 def run_decoder(
     model: torch.nn.Module, cache: DynamicCache, input_ids: torch.Tensor, positions: torch.Tensor
 ) -> torch.Tensor:

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from . import hf_adapter
+from .stopping import check_stop
 
 _LLAMA_PARTS = ("q_proj", "k_proj", "v_proj", "o_proj")
 _MLP_PARTS = ("gate_proj", "up_proj", "down_proj")
@@ -58,6 +59,7 @@ class OneTokenDecoder:
         cos, sin = cos[0, 0], sin[0, 0]  # (D,)
         q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         for index, layer in enumerate(self.layers):
+            check_stop()  # as the model's own layers do (hf_adapter.stop_between_layers)
             normed = _rms_norm(hidden, *layer.input_norm)
             qkv = torch.mv(layer.qkv, normed)  # (q_size + 2 kv_size,)
             query = _rotated(qkv[:q_size].view(self.heads, self.head_dim), cos, sin)  # (H_q, D)
@@ -171,13 +173,17 @@ def one_token_decoder(model: torch.nn.Module) -> OneTokenDecoder | None:
 
 def observed(model: torch.nn.Module) -> bool:
     """Whether a forward hook is registered on the decoder, a layer or its attention, or on every module: the lean
-    step would bypass it (instrumentation, a test's counter of forwards)."""
+    step would bypass it (instrumentation, a test's counter of forwards). The Stop check before each layer
+    (hf_adapter.stop_between_layers) is no such hook: the lean step makes the same check itself."""
     module_hooks = torch.nn.modules.module
     if module_hooks._global_forward_hooks or module_hooks._global_forward_pre_hooks:
         return True
     decoder = hf_adapter.decoder(model)
     watched = [decoder, *decoder.layers, *(layer.self_attn for layer in decoder.layers)]
-    return any(module._forward_hooks or module._forward_pre_hooks for module in watched)
+    return any(
+        module._forward_hooks or any(not hf_adapter.is_stop_check(hook) for hook in module._forward_pre_hooks.values())
+        for module in watched
+    )
 
 
 def decoded_hidden(model: torch.nn.Module, cache, token: int, position: int) -> torch.Tensor | None:

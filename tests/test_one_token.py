@@ -120,3 +120,32 @@ def test_recorded_or_eager_attention_or_a_forward_hook_goes_through_the_forward(
         assert seen == [1]  # the hook saw the step
         handle.remove()
         assert one_token.decoded_hidden(model, cache, 10, 5) is not None
+
+
+def test_the_stop_check_keeps_the_lean_step_which_stops_within_a_layer():
+    """core.engine installs the Stop check on every model it runs (hf_adapter.stop_between_layers): the lean step
+    still applies (issue 55's check had sent every decoded token through the slower forward) and makes the check
+    itself, before each layer."""
+    from infinipot.core.errors import AnswerStopped
+    from infinipot.core.stopping import stopping_when
+
+    model = _model(torch.float32)
+    hf_adapter.stop_between_layers(model)
+    assert not one_token.observed(model)
+    with torch.inference_mode():
+        cache = hf_adapter.new_cache()
+        generate.prefill(model, cache, [5, 6, 7], 0)
+        assert one_token.decoded_hidden(model, cache, 8, 3) is not None
+        looks = []
+
+        def stopped() -> bool:
+            looks.append(1)
+            return len(looks) > 1  # the first layer runs, the second is stopped
+
+        with pytest.raises(AnswerStopped), stopping_when(stopped):
+            one_token.decoded_hidden(model, cache, 9, 4)
+        assert len(looks) == 2
+        seen = []
+        handle = hf_adapter.decoder(model).layers[1].register_forward_pre_hook(lambda *args: seen.append(1))
+        assert one_token.observed(model)  # any other pre-hook still sends the step through the forward
+        handle.remove()
