@@ -57,14 +57,18 @@ class OneTokenDecoder:
         positions = torch.tensor([[position]], device=hidden.device)  # (1, 1)
         cos, sin = self.rotary(hidden[None, None], positions)  # (1, 1, D) each, in the hidden states' dtype
         cos, sin = cos[0, 0], sin[0, 0]  # (D,)
-        q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        half = self.head_dim // 2
+        signed_sin = torch.cat((-sin[:half], sin[half:]))  # (D,): _rotated's form of the sines
+        rotated_heads = self.heads + self.kv_heads
         for index, layer in enumerate(self.layers):
             check_stop()  # as the model's own layers do (hf_adapter.stop_between_layers)
             normed = _rms_norm(hidden, *layer.input_norm)
             qkv = torch.mv(layer.qkv, normed)  # (q_size + 2 kv_size,)
-            query = _rotated(qkv[:q_size].view(self.heads, self.head_dim), cos, sin)  # (H_q, D)
-            key = _rotated(qkv[q_size : q_size + kv_size].view(self.kv_heads, self.head_dim), cos, sin)  # (H_kv, D)
-            value = qkv[q_size + kv_size :].view(self.kv_heads, self.head_dim)  # (H_kv, D)
+            # The queries' and keys' heads rotated together: (H_q + H_kv, D).
+            heads = qkv[: rotated_heads * self.head_dim].view(rotated_heads, self.head_dim)
+            rotated = _rotated(heads, cos, signed_sin)
+            query, key = rotated[: self.heads], rotated[self.heads :]  # (H_q, D), (H_kv, D)
+            value = qkv[rotated_heads * self.head_dim :].view(self.kv_heads, self.head_dim)  # (H_kv, D)
             keys, values = cache.update(key[None, :, None], value[None, :, None], index)  # (1, H_kv, T, D) each
             attended = F.scaled_dot_product_attention(
                 query[None, :, None],
@@ -113,10 +117,11 @@ def _rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.T
     return weight * upcast.to(hidden.dtype)
 
 
-def _rotated(heads: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding of (H, D) as transformers' rotate_half applies it."""
-    half = heads.shape[-1] // 2
-    return heads * cos + torch.cat((-heads[..., half:], heads[..., :half]), dim=-1) * sin
+def _rotated(heads: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding of (H, D) as transformers applies it, heads * cos + rotate_half(heads) * sin, in fewer ops:
+    rotate_half(x) * sin is x with its halves swapped times the sines with their first half negated (`signed_sin`);
+    a negation is exact, so the products are the same bits."""
+    return heads * cos + heads.roll(heads.shape[-1] // 2, dims=-1) * signed_sin
 
 
 def _llama_like(model: torch.nn.Module) -> bool:

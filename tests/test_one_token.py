@@ -99,7 +99,7 @@ def test_models_it_is_not_known_to_match_decode_through_their_forward(arch, conf
 
 def test_a_probe_that_differs_from_the_forward_keeps_the_forward(monkeypatch):
     model = _model(torch.float32)
-    monkeypatch.setattr(one_token, "_rotated", lambda heads, cos, sin: heads)  # rotary left out: a wrong step
+    monkeypatch.setattr(one_token, "_rotated", lambda heads, cos, signed_sin: heads)  # rotary left out: a wrong step
     assert one_token.one_token_decoder(model) is None
 
 
