@@ -48,6 +48,7 @@ from infinipot.app.bench.needle import haystack_text
 from infinipot.app.service import DocumentService
 from infinipot.core import generate
 from infinipot.core.config import PotConfig
+from infinipot.core.precision import dtype_name, resolve_dtype
 from infinipot.ingest import open_document
 
 FORWARD = "+forward"
@@ -78,6 +79,11 @@ def build_document(service: DocumentService, tokens: int, folder: Path) -> Path:
         take += 64
 
 
+def run_dtype() -> str:
+    """The dtype this process runs the model in: auto resolved ($INFINIPOT_DTYPE, else bf16 where the CPU has it)."""
+    return dtype_name(resolve_dtype("auto", torch.device("cpu")))
+
+
 def first_token_seconds(service: DocumentService, doc_id: str, question: str, mode: str = ANSWER_MODES[0]) -> float:
     """Seconds to the first token of an 8-token answer; in evidence mode `mode` may name the grounding style
     ("evidence/free"), and a checked answer (the default) writes its full checked answer (at most 48 tokens,
@@ -93,7 +99,11 @@ def first_token_seconds(service: DocumentService, doc_id: str, question: str, mo
     if through_forward:
         generate.decoded_hidden = lambda *args: None  # as where the lean step does not apply
     try:
-        pieces, stats, reused = service.ask(doc_id, question, settings, max_new_tokens=None if checked else 8)
+        # The pot read here, in this process's dtype: a document read in another dtype too (INFINIPOT_DTYPE) would
+        # otherwise answer from its latest pot, in that pot's dtype.
+        pieces, stats, reused = service.ask(
+            doc_id, question, settings, pot_config=PotConfig(), dtype=run_dtype(), max_new_tokens=None if checked else 8
+        )
         "".join(pieces)
     finally:
         generate.decoded_hidden = lean
@@ -170,10 +180,9 @@ def fresh_process_ask(home: Path, doc_id: str, question: str) -> tuple[float, fl
     """(ttft_seconds the CLI reports, wall seconds of the whole process)."""
     env = {**os.environ, "INFINIPOT_HOME": str(home)}
     command = [sys.executable, "-m", "infinipot.app.cli", "--device", "cpu", "ask", doc_id, question]
+    command += ["--dtype", run_dtype(), "--max-new-tokens", "8", "--json"]  # the pot read in this dtype
     started = time.perf_counter()
-    done = subprocess.run(
-        [*command, "--max-new-tokens", "8", "--json"], env=env, capture_output=True, text=True, check=True
-    )
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if not result["reused_pot"]:
