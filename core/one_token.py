@@ -11,7 +11,8 @@ from the model's own forward is not used.
 
 Only what is known to match is taken this way: transformers' Llama layers (SmolLM2, Llama 2/3, TinyLlama) on a
 CPU, without attention or MLP biases, attention running on SDPA with nothing recording it and no forward hook on
-the decoder. Anything else decodes through the model's forward as before (core.generate).
+the decoder but the app's Stop check (core.stopping), which the lean step makes itself before each layer. Anything
+else decodes through the model's forward as before (core.generate).
 """
 
 from __future__ import annotations
