@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 
@@ -25,6 +26,8 @@ from .rerank import question_likelihoods
 from .scorers import make_scorer
 from .word_match import content_word_lengths, neighbour_keys, token_keys
 from .words import TokenBoundaries, token_boundaries, vocabulary
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -74,14 +77,7 @@ class Engine:
         self.evidence_opening_ids = encode(self.tokenizer, "\n\n")
         self.evidence_gap_ids = encode(self.tokenizer, "\n...\n")
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
-        self._boundaries: TokenBoundaries | None = None
-        self._cpu_boundaries: TokenBoundaries | None = None
-        self._word_keys: torch.Tensor | None = None
-        self._banned_word_keys: WordKeys | None = None
-        self._word_lengths: torch.Tensor | None = None  # (V,) core.word_match.content_word_lengths
-        self._embedding_norms: torch.Tensor | None = None  # (V',) fp32, the input embeddings' norms
         self._opening: Pot | None = None
-        self._function_words: torch.Tensor | None = None
 
     def request_ids(self, instruction: str, gap: str = "\n\n") -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
@@ -105,19 +101,26 @@ class Engine:
         """Rows of the model's output embedding: the ids it can produce (can exceed the tokenizer's vocabulary)."""
         return self.model.get_output_embeddings().weight.shape[0]
 
+    def _table(self, name: str, build: Callable[[], T]) -> T:
+        """The model's vocabulary table `name`, built on first use and kept with the loaded model
+        (LoadedModel.tables): every Engine of the model shares it, and an Engine is made per question."""
+        tables = self.loaded.tables
+        if name not in tables:
+            tables[name] = build()  # two threads may both build it: the same table, the last one kept
+        return tables[name]
+
     def boundaries(self) -> TokenBoundaries | None:
-        """Word starts and sentence ends for NuC per word, built on first use (a pass over the vocabulary)."""
-        if self.config.nuc_per_word and self._boundaries is None:
-            self._boundaries = token_boundaries(self.tokenizer, self.vocab_size)
-        return self._boundaries
+        """Word starts and sentence ends for NuC per word (one pass over the vocabulary, made once per model)."""
+        if not self.config.nuc_per_word:
+            return None
+        return self._table("boundaries", lambda: token_boundaries(self.tokenizer, self.vocab_size))
 
     def _vocabulary_boundaries(self) -> TokenBoundaries:
-        """Word starts and sentence ends on the CPU, for the evidence: NuC's when it has them, else one pass over
-        the vocabulary on first use."""
-        if self._cpu_boundaries is None:
-            boundaries = self.boundaries() or token_boundaries(self.tokenizer, self.vocab_size)
-            self._cpu_boundaries = boundaries.to("cpu")
-        return self._cpu_boundaries
+        """Word starts and sentence ends on the CPU, for the evidence (made once per model)."""
+        return self._table(
+            "cpu boundaries",
+            lambda: self._table("boundaries", lambda: token_boundaries(self.tokenizer, self.vocab_size)).to("cpu"),
+        )
 
     def sentence_ends(self) -> torch.Tensor:
         """(V,) bool: the vocabulary entries that end a sentence or a line (core.words)."""
@@ -132,17 +135,13 @@ class Engine:
         return self._vocabulary_boundaries().line_ends
 
     def word_keys(self) -> torch.Tensor:
-        """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), built on first use."""
-        if self._word_keys is None:
-            self._word_keys = token_keys(self.tokenizer, self.vocab_size)
-        return self._word_keys
+        """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), made once per model."""
+        return self._table("word keys", lambda: token_keys(self.tokenizer, self.vocab_size))
 
     def answer_word_keys(self) -> WordKeys:
-        """The word keys in the form the answer's word n-gram ban reads them (core.decoding), built on first use
+        """The word keys in the form the answer's word n-gram ban reads them (core.decoding), made once per model
         and kept on the model's device, where each answer step's logits are."""
-        if self._banned_word_keys is None:
-            self._banned_word_keys = WordKeys.of(self.word_keys().to(self.loaded.device))
-        return self._banned_word_keys
+        return self._table("answer word keys", lambda: WordKeys.of(self.word_keys().to(self.loaded.device)))
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
         """Read a whole token stream (without the template opening, which is added here)."""
@@ -206,28 +205,24 @@ class Engine:
         )
 
     def function_words(self) -> torch.Tensor:
-        """(V,) bool: the vocabulary entries that are function words (core.grounding), made once."""
-        if self._function_words is None:
-            self._function_words = function_word_flags(vocabulary(self.tokenizer, self.vocab_size), self.word_keys())
-        return self._function_words
+        """(V,) bool: the vocabulary entries that are function words (core.grounding), made once per model."""
+        return self._table(
+            "function words",
+            lambda: function_word_flags(vocabulary(self.tokenizer, self.vocab_size), self.word_keys()),
+        )
 
     def word_neighbours(self, question_ids: list[int], most: int, least_similarity: float) -> set[int]:
         """The word keys the model's input embeddings put nearest the question's content words
         (core.word_match.neighbour_keys); the entries' word lengths and the embeddings' norms are made once."""
         embeddings = self.model.get_input_embeddings().weight.detach()  # (V', hidden)
-        if self._word_lengths is None:
-            known = vocabulary(self.tokenizer, self.vocab_size)
-            self._word_lengths = content_word_lengths(known, self.word_keys(), self.function_words())
-            self._embedding_norms = embeddings.float().norm(dim=1)  # (V',)
-        return neighbour_keys(
-            question_ids,
-            self.word_keys(),
-            self._word_lengths,
-            embeddings,
-            self._embedding_norms,
-            most,
-            least_similarity,
-        )
+        lengths = self._table(
+            "content word lengths",
+            lambda: content_word_lengths(
+                vocabulary(self.tokenizer, self.vocab_size), self.word_keys(), self.function_words()
+            ),
+        )  # (V,)
+        norms = self._table("embedding norms", lambda: embeddings.float().norm(dim=1))  # (V',) fp32
+        return neighbour_keys(question_ids, self.word_keys(), lengths, embeddings, norms, most, least_similarity)
 
     def answer_vocabulary(self, sources: Sequence[Sequence[int]]) -> torch.Tensor:
         """(V,) bool on the model's device: what an answer drawn from `sources` (token ids of the passages and the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -47,6 +47,10 @@ class LoadedModel:
     tokenizer: object
     identity: str  # stable id of the weights
     device: torch.device
+    # Tables that depend on the weights and the vocabulary alone (word keys, sentence ends, ...), built on first use
+    # by core.engine and shared by every Engine of this model: an Engine is made per stored pot opened, so per
+    # question, and each table is a pass over the whole vocabulary.
+    tables: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def dtype(self) -> torch.dtype:

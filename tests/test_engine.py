@@ -292,3 +292,24 @@ def test_an_impossible_focus_is_a_clear_error(focus):
     pot = engine.read([random_ids(300, seed=2)])
     with pytest.raises(ValueError, match="focus"):
         list(engine.answer(pot, "What is the passkey?", max_new_tokens=4, focus=focus))
+
+
+def test_the_vocabulary_tables_are_made_once_per_model_and_shared_by_its_engines():
+    """An Engine is made per stored pot opened, so per question: the passes over the vocabulary (word keys, sentence
+    and line ends, function words) are kept with the loaded model, not the Engine (issue 55: they cost a 100K pot's
+    question ~0.45 s)."""
+    from infinipot.core.word_match import token_keys
+    from infinipot.core.words import token_boundaries
+
+    loaded = tiny_loaded()
+    first, second = Engine(loaded, PotConfig(pot_size=64)), Engine(loaded, PotConfig(pot_size=128, keep_size=32))
+    assert second.word_keys() is first.word_keys()
+    assert torch.equal(first.word_keys(), token_keys(loaded.tokenizer, first.vocab_size))
+    assert second.sentence_ends() is first.sentence_ends()
+    fresh = token_boundaries(loaded.tokenizer, first.vocab_size)
+    assert torch.equal(first.sentence_ends(), fresh.sentence_ends)
+    assert torch.equal(first.line_ends(), fresh.line_ends) and torch.equal(first.word_starts(), fresh.word_starts)
+    assert second.function_words() is first.function_words()
+    assert second.answer_word_keys() is first.answer_word_keys()
+    other = tiny_loaded()  # another loaded model keeps tables of its own
+    assert Engine(other, PotConfig(pot_size=64)).word_keys() is not first.word_keys()
