@@ -110,17 +110,13 @@ class Engine:
         return tables[name]
 
     def boundaries(self) -> TokenBoundaries | None:
-        """Word starts and sentence ends for NuC per word (one pass over the vocabulary, made once per model)."""
-        if not self.config.nuc_per_word:
-            return None
-        return self._table("boundaries", lambda: token_boundaries(self.tokenizer, self.vocab_size))
+        """Word starts and sentence ends for NuC per word; None when NuC scores tokens alone."""
+        return self._vocabulary_boundaries() if self.config.nuc_per_word else None
 
     def _vocabulary_boundaries(self) -> TokenBoundaries:
-        """Word starts and sentence ends on the CPU, for the evidence (made once per model)."""
-        return self._table(
-            "cpu boundaries",
-            lambda: self._table("boundaries", lambda: token_boundaries(self.tokenizer, self.vocab_size)).to("cpu"),
-        )
+        """Word starts, sentence ends and line ends on the CPU, for NuC and the evidence (one pass over the
+        vocabulary, made once per model)."""
+        return self._table("boundaries", lambda: token_boundaries(self.tokenizer, self.vocab_size))
 
     def sentence_ends(self) -> torch.Tensor:
         """(V,) bool: the vocabulary entries that end a sentence or a line (core.words)."""
