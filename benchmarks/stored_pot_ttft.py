@@ -162,8 +162,8 @@ def timed_stages() -> Iterator[dict[str, list[float]]]:
 
 
 def stage_seconds(service: DocumentService, doc_id: str, question: str, runs: int) -> dict[str, dict]:
-    """`runs` default asks with their stages timed: {stage: {"seconds", "calls"}} for STAGES (the median ask's
-    seconds, its calls), and "first token" (the asks' median time to the first token)."""
+    """`runs` default asks with their stages timed: {stage: {"seconds", "calls"}} for STAGES (the median of the asks'
+    seconds, the first ask's calls), and "first token" (the asks' median time to the first token)."""
     asks: list[tuple[float, dict[str, list[float]]]] = []
     for _ in range(runs):
         with timed_stages() as seen:
