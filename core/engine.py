@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -77,7 +78,6 @@ class Engine:
         self.evidence_opening_ids = encode(self.tokenizer, "\n\n")
         self.evidence_gap_ids = encode(self.tokenizer, "\n...\n")
         self.stop_ids = stop_token_ids(self.model, self.tokenizer)
-        self._opening: Pot | None = None
 
     def request_ids(self, instruction: str, gap: str = "\n\n") -> list[int]:
         """Tokens after the document for a question, a summary or a catalyst prompt."""
@@ -102,8 +102,9 @@ class Engine:
         return self.model.get_output_embeddings().weight.shape[0]
 
     def _table(self, name: str, build: Callable[[], T]) -> T:
-        """The model's vocabulary table `name`, built on first use and kept with the loaded model
-        (LoadedModel.tables): every Engine of the model shares it, and an Engine is made per question."""
+        """The model's table `name` (a vocabulary table, or the opening's pot), built on first use and kept with
+        the loaded model (LoadedModel.tables): every Engine of the model shares it, and an Engine is made per
+        question."""
         tables = self.loaded.tables
         if name not in tables:
             tables[name] = build()  # two threads may both build it: the same table, the last one kept
@@ -244,10 +245,10 @@ class Engine:
 
     def opening_pot(self) -> Pot:
         """A pot of the chat template's opening alone, before any document: what passages read without the
-        pot follow. Read once per engine (a few dozen tokens); answers never change it."""
-        if self._opening is None:
-            self._opening = self.read([])
-        return self._opening
+        pot follow. Read once per model and pot settings (a few dozen tokens, ~0.1 s on 2 CPU cores, and an
+        Engine is made per question); answers never change it."""
+        settings = json.dumps(self.config.identity(), sort_keys=True)
+        return self._table(f"opening pot {settings}", lambda: self.read([]))
 
     def answer_prompt_ids(
         self,

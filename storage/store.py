@@ -26,7 +26,7 @@ from .liveness import is_running, this_process
 from .passages import Passages
 from .pots import Pots, ReadInProgress
 from .records import CheckpointRecord, DocumentRecord, PotRecord
-from .tensors import checked_bytes, read_tensor_file, write_tensor_file
+from .tensors import VerifiedFiles, checked_bytes, read_tensor_file, write_tensor_file
 from .uses import DocumentHold, DocumentUses
 
 DATABASE_NAME = "infinipot.db"
@@ -50,6 +50,7 @@ class Store:
         self.home = Path(home)
         self._db: Database | None = None
         self._read_only: bool | None = None
+        self._verified = VerifiedFiles()  # pot files hashed once while unchanged: each question opens its pot
 
     @property
     def read_only(self) -> bool:
@@ -201,12 +202,13 @@ class Store:
         """The tensors of a complete pot; raises DamagedFile when its file is missing, truncated or altered."""
         if record.status != "complete":
             raise ValueError(f"pot {record.id} is {record.status}, not complete")
-        tensors, _ = read_tensor_file(self.absolute(record.tensor_file), record.tensor_checksum, record.tensor_bytes)
+        path = self.absolute(record.tensor_file)
+        tensors, _ = read_tensor_file(path, record.tensor_checksum, record.tensor_bytes, self._verified)
         return tensors
 
     def verify_pot(self, record: PotRecord) -> None:
         """Check a complete pot's file (size and checksum) without decoding it; raises DamagedFile."""
-        checked_bytes(self.absolute(record.tensor_file), record.tensor_checksum, record.tensor_bytes)
+        checked_bytes(self.absolute(record.tensor_file), record.tensor_checksum, record.tensor_bytes, self._verified)
 
     def fail_pot(self, pot_id: int, reason: str) -> None:
         self._unlink(self.pots.fail(pot_id, reason))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,26 +74,63 @@ def write_tensor_file(
     return TensorFile(path=path, checksum=hashlib.sha256(data).hexdigest(), nbytes=len(data))
 
 
-def read_tensor_file(path: Path, checksum: str, nbytes: int) -> tuple[dict[str, torch.Tensor], dict]:
+class VerifiedFiles:
+    """Files whose bytes matched their recorded checksum, by the file's identity and times when they did.
+
+    The app opens the same stored pot for every question about a document; hashing its ~75 MB again each time
+    cost ~0.07 s of the answer's wait. A file changed since (rewritten, truncated, replaced, even with its
+    mtime set back) changes its inode, size or ctime and is hashed again; nothing but a path and a few numbers
+    is kept per file.
+    """
+
+    def __init__(self) -> None:
+        self._matched: dict[Path, tuple[tuple[int, ...], str]] = {}
+
+    def holds(self, path: Path, signature: tuple[int, ...], checksum: str) -> bool:
+        return self._matched.get(path) == (signature, checksum)
+
+    def remember(self, path: Path, signature: tuple[int, ...], checksum: str) -> None:
+        self._matched[path] = (signature, checksum)
+
+    def forget(self, path: Path) -> None:
+        self._matched.pop(path, None)
+
+
+def read_tensor_file(
+    path: Path, checksum: str, nbytes: int, verified: VerifiedFiles | None = None
+) -> tuple[dict[str, torch.Tensor], dict]:
     """Tensors (in their original dtypes) and the metadata of a file, after checking its size and checksum.
 
     Raises DamagedFile when the file is missing, truncated, fails its checksum or cannot be parsed.
     """
-    return decode(checked_bytes(path, checksum, nbytes), path)
+    return decode(checked_bytes(path, checksum, nbytes, verified), path)
 
 
-def checked_bytes(path: Path, checksum: str, nbytes: int) -> bytes:
-    """The file's bytes once their size and sha256 match what was recorded; else DamagedFile."""
+def checked_bytes(path: Path, checksum: str, nbytes: int, verified: VerifiedFiles | None = None) -> bytes:
+    """The file's bytes once their size and sha256 match what was recorded; else DamagedFile.
+
+    With `verified`, a file unchanged since its bytes last matched this checksum is not hashed again.
+    """
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            # Taken from the open file, so the signature is that of the bytes read (files are replaced by rename).
+            status = os.fstat(file.fileno())
+            data = file.read()
     except FileNotFoundError:
         raise DamagedFile(path, "file missing") from None
     except OSError as exc:
         raise DamagedFile(path, f"unreadable: {exc.strerror or exc}") from None
     if len(data) < nbytes:
         raise DamagedFile(path, f"truncated: {len(data):,} of {nbytes:,} bytes")
+    signature = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+    if len(data) == nbytes and verified is not None and verified.holds(path, signature, checksum):
+        return data
     if len(data) != nbytes or hashlib.sha256(data).hexdigest() != checksum:
+        if verified is not None:
+            verified.forget(path)
         raise DamagedFile(path, "checksum mismatch")
+    if verified is not None:
+        verified.remember(path, signature, checksum)
     return data
 
 

@@ -5,7 +5,7 @@ import torch
 
 from infinipot.storage.atomic import write_atomically
 from infinipot.storage.errors import DamagedFile
-from infinipot.storage.tensors import read_tensor_file, write_tensor_file
+from infinipot.storage.tensors import VerifiedFiles, read_tensor_file, write_tensor_file
 
 
 def sample_tensors() -> dict[str, torch.Tensor]:
@@ -66,12 +66,50 @@ def test_values_beyond_fp16_range_are_kept_as_bf16_not_infinity(tmp_path):
     ],
     ids=["missing", "truncated", "extended", "flipped-byte"],
 )
-def test_damaged_files_are_detected(tmp_path, damage, reason):
+@pytest.mark.parametrize("verified_before", [False, True], ids=["first-read", "after-a-verified-read"])
+def test_damaged_files_are_detected(tmp_path, damage, reason, verified_before):
     written = write_tensor_file(tmp_path / "pot.safetensors", sample_tensors())
+    verified = VerifiedFiles()
+    if verified_before:  # the app's store remembers a file that matched: its damage since must still show
+        read_tensor_file(written.path, written.checksum, written.nbytes, verified)
     damage(written.path)
     with pytest.raises(DamagedFile) as info:
-        read_tensor_file(written.path, written.checksum, written.nbytes)
+        read_tensor_file(written.path, written.checksum, written.nbytes, verified)
     assert info.value.reason.startswith(reason)
+
+
+def test_a_verified_file_is_hashed_once_while_unchanged_and_again_when_changed_even_with_its_times_set_back(
+    tmp_path, monkeypatch
+):
+    import hashlib
+    import os
+
+    from infinipot.storage import tensors as tensor_files
+
+    hashed: list[int] = []
+    sha256 = hashlib.sha256
+
+    def counting_sha256(data):
+        hashed.append(len(data))
+        return sha256(data)
+
+    monkeypatch.setattr(tensor_files.hashlib, "sha256", counting_sha256)
+    written = write_tensor_file(tmp_path / "pot.safetensors", sample_tensors())
+    hashed.clear()
+    verified = VerifiedFiles()
+    first, _ = read_tensor_file(written.path, written.checksum, written.nbytes, verified)
+    again, _ = read_tensor_file(written.path, written.checksum, written.nbytes, verified)
+    assert len(hashed) == 1
+    assert all(torch.equal(first[name], again[name]) for name in first)
+    read_tensor_file(written.path, written.checksum, written.nbytes)  # no memory of files: always hashed
+    assert len(hashed) == 2
+
+    times = os.stat(written.path)
+    written.path.write_bytes(_flip(written.path.read_bytes(), -20))  # the same size, ...
+    os.utime(written.path, ns=(times.st_atime_ns, times.st_mtime_ns))  # ... the same modification time
+    with pytest.raises(DamagedFile, match="checksum mismatch"):
+        read_tensor_file(written.path, written.checksum, written.nbytes, verified)
+    assert len(hashed) == 3
 
 
 def _flip(data: bytes, at: int) -> bytes:
