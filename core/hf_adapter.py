@@ -160,16 +160,27 @@ def is_stop_check(hook) -> bool:
 
 
 def run_decoder(
-    model: torch.nn.Module, cache: DynamicCache, input_ids: torch.Tensor, positions: torch.Tensor
+    model: torch.nn.Module,
+    cache: DynamicCache,
+    input_ids: torch.Tensor,
+    positions: torch.Tensor,
+    mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The final hidden states (1, T, hidden) of `input_ids` (1, T) read at rotary `positions` (1, T) after `cache`.
+    """The final hidden states (B, T, hidden) of `input_ids` (B, T) read at rotary `positions` (B, T) after `cache`.
 
     The tokens' keys and values are appended to `cache`. Positions are explicit because after CR-RoPE they
-    no longer follow the number of entries held.
+    no longer follow the number of entries held. `mask`: an additive (B, 1, T, cached + T) mask in the model's
+    dtype, used as given (see takes_custom_masks); None: causal.
     """
     return decoder(model)(
-        input_ids=input_ids, position_ids=positions, past_key_values=cache, use_cache=True
-    ).last_hidden_state  # (1, T, hidden)
+        input_ids=input_ids, position_ids=positions, past_key_values=cache, attention_mask=mask, use_cache=True
+    ).last_hidden_state  # (B, T, hidden)
+
+
+def takes_custom_masks(model: torch.nn.Module) -> bool:
+    """Whether the model's attention applies a 4D mask given to run_decoder as it is (SDPA, ours, eager);
+    flash-attn and others take only padding masks."""
+    return model.config._attn_implementation in ("sdpa", _READER_SDPA, "eager")
 
 
 def kv_heads(model: torch.nn.Module) -> int:

@@ -14,6 +14,7 @@ from tiny_models import build_attending_model, random_ids, save_attending_model_
 from infinipot.app.ask.modes import AnswerSettings
 from infinipot.app.cli import main
 from infinipot.app.service import DocumentService
+from infinipot.core import hf_adapter
 from infinipot.core.answer.evidence import (
     Bucket,
     EvidenceConfig,
@@ -626,6 +627,45 @@ def test_question_likelihoods_of_a_padded_batch_equal_a_plain_forward_over_each_
             expected.append(logprobs.gather(1, torch.tensor(question_ids)[:, None]).mean().item())
     assert scores == pytest.approx(expected, abs=1e-4)
     assert len(set(round(s, 4) for s in scores)) > 1  # the spans are told apart
+
+
+@pytest.mark.parametrize("attention", [None, "sdpa", "eager"], ids=["ours", "sdpa", "eager"])
+def test_short_rows_share_a_batch_row_and_each_scores_as_if_read_alone(monkeypatch, attention):
+    """Rows laid side by side in one batch row (core.rerank._packed) see the opening and themselves only: each
+    span's score is its score in a forward of its own, and the 9 spans go in one forward of fewer batch rows."""
+    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
+    spans = [random_ids(length, seed=40 + length) for length in (3, 5, 9, 60, 12, 55, 4, 8, 47)]
+    question = "Who made the theodolite?"
+    if attention is not None:  # None: the engine's own (hf_adapter.use_reader_sdpa)
+        engine.model.set_attn_implementation(attention)
+    alone = [engine.question_likelihoods([span], question)[0] for span in spans]
+    forwards = []
+    run_decoder = hf_adapter.run_decoder
+    monkeypatch.setattr(
+        hf_adapter,
+        "run_decoder",
+        lambda model, cache, ids, *rest: forwards.append(ids.shape) or run_decoder(model, cache, ids, *rest),
+    )
+    scores = engine.question_likelihoods(spans, question)
+    assert len(forwards) == 1 and forwards[0][0] < len(spans)
+    assert scores == pytest.approx(alone, abs=1e-4)
+    assert len(set(round(s, 4) for s in scores)) > 1
+
+
+def test_rows_are_packed_first_fit_within_the_longest_row_and_forwards_keep_their_token_bound():
+    from infinipot.core.rerank import _forwards, _packed
+
+    lengths = [107, 31, 100, 68, 35, 91, 42, 71, 64, 60]
+    bins, filled = _packed(lengths, share_rows=True)
+    assert sorted(index for one in bins for index in one) == list(range(len(lengths)))
+    assert filled == sorted(filled, reverse=True) and filled[0] == 107
+    assert filled == [sum(lengths[index] for index in one) for one in bins]
+    assert len(bins) == 7  # 107 | 100 | 91 | 71+35 | 68+31 | 64+42 | 60 alone: nothing left fits beside it
+    assert _packed(lengths, share_rows=False)[0] == [[0], [2], [5], [7], [3], [8], [9], [6], [4], [1]]
+    wide = _packed([600] * 5 + [300, 250], share_rows=True)  # 300 and 250 share a bin: 550 <= 600
+    assert [len(forward) for forward in _forwards(wide)] == [3, 3]  # 3 x 600 <= 2,048 < 4 x 600
+    assert _forwards(wide)[1][-1] == [5, 6]
+    assert _forwards(_packed([3000, 10], share_rows=True)) == [[[0]], [[1]]]  # longer than the bound: alone
 
 
 def test_a_follow_up_is_scored_alone_after_the_earlier_question_it_leans_on():
