@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -245,10 +244,11 @@ class Engine:
 
     def opening_pot(self) -> Pot:
         """A pot of the chat template's opening alone, before any document: what passages read without the
-        pot follow. Read once per model and pot settings (a few dozen tokens, ~0.1 s on 2 CPU cores, and an
-        Engine is made per question); answers never change it."""
-        settings = json.dumps(self.config.identity(), sort_keys=True)
-        return self._table(f"opening pot {settings}", lambda: self.read([]))
+        pot follow. Read once per loaded model (a few dozen tokens, ~0.1 s on 2 CPU cores, and an Engine is made
+        per question); answers never change it. The pot settings do not change it: a few dozen tokens never fill
+        a pot, so nothing is compressed and no catalyst is read (one per question pot's settings would also pile
+        up with every question read again)."""
+        return self._table("opening pot", lambda: self.read([]))
 
     def answer_prompt_ids(
         self,

@@ -315,18 +315,22 @@ def test_the_vocabulary_tables_are_made_once_per_model_and_shared_by_its_engines
     assert Engine(other, PotConfig(pot_size=64)).word_keys() is not first.word_keys()
 
 
-def test_the_openings_pot_is_read_once_per_model_and_pot_settings_and_no_answer_changes_it():
+def test_the_openings_pot_is_read_once_per_model_and_no_answer_changes_it():
     """The opening's pot (what passages read alone, the reranker's rows and the contrast's prior follow) is shared
-    by the model's engines of the same pot settings, as the vocabulary tables are; an answer over it leaves it as
-    it was, so the next question's engine may use it."""
+    by the model's engines whatever their pot settings, as the vocabulary tables are: it is what any settings read
+    (a few tokens, never compressed). An answer over it leaves it as it was, so the next question's engine may use
+    it."""
     loaded = tiny_loaded()
     first = Engine(loaded, PotConfig(pot_size=128, keep_size=32))
     opening = first.opening_pot()
-    assert Engine(loaded, PotConfig(pot_size=128, keep_size=32)).opening_pot() is opening
-    fresh = Engine(tiny_loaded(), PotConfig(pot_size=128, keep_size=32)).read([])  # the same weights, read anew
-    assert torch.equal(opening.keys[0], fresh.keys[0]) and opening.next_position == fresh.next_position
     asked = Engine(loaded, PotConfig(pot_size=256, keep_size=32, cap_mode="question", question="Where is the key?"))
-    assert asked.opening_pot() is not opening  # other settings: an opening of their own
+    assert asked.opening_pot() is opening
+    for engine in (Engine(tiny_loaded(), PotConfig(pot_size=128, keep_size=32)), asked):  # read anew: the same pot
+        fresh = engine.read([])
+        pairs = zip((*opening.keys, *opening.values), (*fresh.keys, *fresh.values), strict=True)
+        assert all(torch.equal(a, b) for a, b in pairs)
+        assert (fresh.next_position, fresh.prefix_len) == (opening.next_position, opening.prefix_len)
+    assert Engine(tiny_loaded(), PotConfig(pot_size=128, keep_size=32)).opening_pot() is not opening  # another model
 
     before = [tensor.clone() for tensor in (*opening.keys, *opening.values)]
     evidence = [random_ids(12, seed=3), random_ids(9, seed=4)]
