@@ -359,7 +359,13 @@ def _reader_sdpa_mask(*args, dtype: torch.dtype = torch.float32, **kwargs) -> to
     mask = sdpa_mask(*args, **kwargs)  # (B, 1, T_q, T_kv) bool, True: attend
     if mask is None or mask.device.type != "cpu":
         return mask
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, torch.finfo(dtype).min)
+    return additive_mask(mask, dtype)
+
+
+def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A boolean attention mask (True: attend) as the additive one SDPA runs cheapest on: 0 where a query sees a
+    key, the dtype's lowest value where not (as transformers' eager mask)."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed, torch.finfo(dtype).min)
 
 
 def _reader_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):

@@ -48,9 +48,9 @@ class LoadedModel:
     identity: str  # stable id of the weights
     device: torch.device
     # Tables that depend on the weights and the vocabulary alone (word keys, sentence ends, ...; the chat template's
-    # opening read into a pot, per pot settings), built on first use by core.engine and shared by every Engine of
-    # this model: an Engine is made per stored pot opened, so per question, and each table is a pass over the whole
-    # vocabulary (the opening: a forward of a few dozen tokens).
+    # opening read into a pot, the same for any pot settings), built on first use by core.engine and shared by every
+    # Engine of this model: an Engine is made per stored pot opened, so per question, and each table is a pass over
+    # the whole vocabulary (the opening: a forward of a few dozen tokens).
     tables: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property

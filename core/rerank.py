@@ -154,7 +154,7 @@ def _rows_mask(segment: torch.Tensor, opening_entries: int, dtype: torch.dtype) 
     seen = own & causal & (segment[:, None, :] >= 0)  # (B, T, T)
     opening = torch.ones(batch, width, opening_entries, dtype=torch.bool, device=segment.device)  # (B, T, P)
     allowed = torch.cat((opening, seen), dim=-1)[:, None]  # (B, 1, T, P + T)
-    return torch.zeros(allowed.shape, dtype=dtype, device=segment.device).masked_fill_(~allowed, torch.finfo(dtype).min)
+    return hf_adapter.additive_mask(allowed, dtype)
 
 
 def best_spans(scores: Sequence[float], keep: int) -> list[int]:
