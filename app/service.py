@@ -442,6 +442,7 @@ class DocumentService:
                 source = carried[verdict.sentence.span - len(passages)].source
                 stats.citations[:0] = [dict(source)] if source else []
             stats.answerable = verdict.answerable
+            stats.answer_state = verdict.state
             stats.answer_sentence = verdict.sentence.text if verdict.sentence else ""
             stats.written_answer = verdict.written
             stats.confidence = verdict.confidence
@@ -614,7 +615,7 @@ class DocumentService:
         )
         stats.evidence_seconds = time.perf_counter() - started
         if answering is None:
-            stats.answerable = False
+            stats.answerable, stats.answer_state = False, "not_found"
             return library.nothing_matches(len(records)), stats
         hold = self._hold(answering)
         try:

@@ -22,7 +22,7 @@ from .model import LoadedModel
 from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
 from .reader import ContinualReader
-from .rerank import question_likelihoods
+from .rerank import Judgement, question_judgements
 from .scorers import make_scorer
 from .word_match import content_word_lengths, neighbour_keys, token_keys
 from .words import TokenBoundaries, token_boundaries, vocabulary
@@ -236,10 +236,17 @@ class Engine:
         """How likely the question is as the one each span alone answers: mean log-probability of its tokens
         (core.rerank; higher is likelier). `context`: earlier questions written before it on their own line and
         not scored, so a follow-up ("What version of it?") is judged as what it asks after them."""
+        return [judged.score for judged in self.question_judgements(spans, question, context, detail=False)]
+
+    def question_judgements(
+        self, spans: Sequence[Sequence[int]], question: str, context: str = "", detail: bool = True
+    ) -> list[Judgement]:
+        """question_likelihoods with, when `detail`, each question token's log-probability and the model's last
+        hidden state after the question (core.rerank.Judgement), from the same forwards."""
         _, question_ids = self.question_parts(question)
         context_ids = encode(self.tokenizer, context.strip() + "\n") if context.strip() else []
-        return question_likelihoods(
-            self.model, self.opening_pot(), spans, self.rerank_request_ids, question_ids, context_ids
+        return question_judgements(
+            self.model, self.opening_pot(), spans, self.rerank_request_ids, question_ids, context_ids, detail
         )
 
     def opening_pot(self) -> Pot:

@@ -105,3 +105,31 @@ def unsupported_words(text: str, sources: Iterable[str]) -> list[str]:
         if not holds_word(found, word):
             missing.setdefault(word_key(word), word)
     return list(missing.values())
+
+
+# Irregular verbs' forms, each set one verb: a question's "wrote" is a form of a document's "written by".
+_IRREGULAR = [
+    set(forms.split())
+    for forms in """write wrote written writes writing|give gave given|take took taken|make made|find found|run ran
+    |begin began begun|choose chose chosen|know knew known|send sent|build built|keep kept|get got gotten
+    |go went gone goes|do did done does|say said says|see saw seen|come came|leave left|hold held|mean meant
+    |break broke broken|buy bought|bring brought|think thought|tell told|become became|show showed shown
+    |grow grew grown|draw drew drawn|throw threw thrown|fall fell fallen|drive drove driven|rise rose risen
+    |speak spoke spoken|steal stole stolen|forget forgot forgotten|lose lost|pay paid|lay laid|lead led|sell sold
+    |stand stood|understand understood|win won|teach taught|catch caught|fight fought|feel felt|sleep slept
+    |spend spent|lend lent|bear bore born borne|wear wore worn|tear tore torn|hide hid hidden|bite bit bitten
+    |freeze froze frozen|shake shook shaken|sing sang sung|sink sank sunk|swim swam swum|fly flew flown
+    |eat ate eaten|forbid forbade forbidden|strike struck|seek sought|shoot shot|light lit|meet met
+    |feed fed""".split("|")
+]
+
+
+def word_forms(word: str) -> list[str]:
+    """The word and, for an irregular verb, its other forms ("wrote" -> write, written, ...)."""
+    lowered = word.lower()
+    return [word, *sorted(next((forms - {lowered} for forms in _IRREGULAR if lowered in forms), set()))]
+
+
+def holds_any_form(found: set[str], word: str) -> bool:
+    """holds_word for the word or any of its irregular forms."""
+    return any(holds_word(found, form) for form in word_forms(word))

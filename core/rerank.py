@@ -21,6 +21,7 @@ the rows it is batched with, as it did between batches of 8 and of 4 rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -33,7 +34,17 @@ _FORWARD_TOKENS = 2048
 _LOGIT_ROWS = 8
 
 
-@torch.inference_mode()
+@dataclass(frozen=True)
+class Judgement:
+    """How likely the question is after one span: the mean log-probability of its tokens (`score`), each token's
+    (`tokens`, (q,)), and the model's last hidden state after the question's last token (`state`, (hidden,)
+    float32 on the CPU), what a learned judge reads (core.answer.learned_judge)."""
+
+    score: float
+    tokens: tuple[float, ...] = ()
+    state: torch.Tensor | None = None
+
+
 def question_likelihoods(
     model,
     opening: Pot,
@@ -47,16 +58,31 @@ def question_likelihoods(
 
     `opening`: a pot of the chat template's opening alone (Engine.opening_pot); it is not changed.
     """
+    judged = question_judgements(model, opening, spans, request_ids, question_ids, context_ids, detail=False)
+    return [judgement.score for judgement in judged]
+
+
+@torch.inference_mode()
+def question_judgements(
+    model,
+    opening: Pot,
+    spans: Sequence[Sequence[int]],
+    request_ids: list[int],
+    question_ids: list[int],
+    context_ids: Sequence[int] = (),
+    detail: bool = True,
+) -> list[Judgement]:
+    """question_likelihoods with, when `detail`, each question token's log-probability and the last hidden state
+    too: the same forwards, nothing more run."""
     if not spans or not question_ids:
-        return [0.0] * len(spans)
+        return [Judgement(0.0)] * len(spans)
     device = opening.keys[0].device
     rows = [list(span) + request_ids + list(context_ids) + question_ids for span in spans]
-    scores = [0.0] * len(rows)
+    judged = [Judgement(0.0)] * len(rows)
     for bins in _forwards(_packed([len(row) for row in rows], hf_adapter.takes_custom_masks(model))):
-        row_scores = _batch_scores(model, opening, rows, bins, len(question_ids), device)
-        for index, score in row_scores.items():
-            scores[index] = score
-    return scores
+        for index, judgement in _batch_scores(model, opening, rows, bins, len(question_ids), device, detail).items():
+            judged[index] = judgement
+    return judged
 
 
 def _packed(lengths: list[int], share_rows: bool) -> tuple[list[list[int]], list[int]]:
@@ -98,8 +124,8 @@ def _forwards(packed: tuple[list[list[int]], list[int]]) -> list[list[list[int]]
 
 
 def _batch_scores(
-    model, opening: Pot, rows: list[list[int]], bins: list[list[int]], question_len: int, device
-) -> dict[int, float]:
+    model, opening: Pot, rows: list[list[int]], bins: list[list[int]], question_len: int, device, detail: bool
+) -> dict[int, Judgement]:
     """The scores of the rows laid in `bins`, one batch row per bin: each row sees the opening and itself only,
     read from the opening's next position on."""
     batch = len(bins)
@@ -139,8 +165,13 @@ def _batch_scores(
         logits = hf_adapter.vocab_logits(model, hidden[batch_rows, at])  # (R, q, V) fp32
         targets = padded[batch_rows, at + 1]  # (R, q): the question's tokens
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]  # (R, q)
-        for (index, _, _, _), score in zip(chosen, logprobs.mean(dim=-1).tolist(), strict=True):
-            scores[index] = score
+        means = logprobs.mean(dim=-1).tolist()
+        if not detail:
+            scores.update({index: Judgement(mean) for (index, *_), mean in zip(chosen, means, strict=True)})
+            continue
+        states = hidden[batch_rows[:, 0], at[:, -1] + 1].float().cpu()  # (R, hidden): after the last question token
+        for row, ((index, *_), mean) in enumerate(zip(chosen, means, strict=True)):
+            scores[index] = Judgement(mean, tuple(logprobs[row].tolist()), states[row])
     return scores
 
 

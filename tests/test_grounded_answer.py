@@ -367,3 +367,22 @@ def test_the_words_a_document_never_uses_are_found_in_its_stored_text(tmp_path, 
     assert absent_words(service.library, stored, asked) == ["football", "player", "stadium"]
     # One unused word among the question's others is a wording, not the reason: none is named.
     assert absent_words(service.library, stored, "Which brown fox jumped over the lazy sleeping dog?") == []
+
+
+def test_a_word_the_quoted_passage_holds_in_any_form_is_never_said_to_be_missing():
+    from infinipot.core.answer.grounded_answer import not_answered
+
+    closest = Sentence("Written by Fabio Fiorina and Simon Josefsson; the authors wrote it in 2002.", 0, -1.0)
+    said = not_answered(closest, ["Wrote", "football"])
+    assert "never mentions “football”." in said and "Wrote" not in said.split("The closest passage")[0]
+    assert not_answered(closest, ["writes", "Authors"]).startswith(f"{NOT_ANSWERED} The closest passage")
+
+
+def test_a_document_uses_a_word_it_hyphenates_at_a_line_break_or_inside():
+    from infinipot.app.ask.evidence import written_forms
+    from infinipot.core.grounding import holds_word, word_keys
+
+    found = word_keys(written_forms("Send an e-mail to the main-\n   tainer of the docu\u2010\n      ment."))
+    for word in ("email", "e-mail", "maintainer", "document"):
+        assert holds_word(found, word), word
+    assert not holds_word(found, "football")

@@ -166,3 +166,39 @@ def test_a_bullet_is_no_term_and_syslog_lines_and_table_rows_are_units_of_their_
         "ERROR | 40",
         "Levels can also be set by the developer.",
     ]
+
+
+def test_each_item_of_a_numbered_list_carries_its_number_and_the_lists_lead_in():
+    from infinipot.core.answer.answer_sentences import split_sentences
+
+    manual = (
+        "EXIT CODES\n       There are a bunch of different error codes. At the time of this\n"
+        "       writing, the exit codes are:\n\n"
+        "       0      Success. The operation completed successfully according\n              to the instructions.\n\n"
+        "       28     Operation timeout. The specified time-out period was\n              reached.\n\n"
+        "       -p, --port PORT\n              Specifies the port number to connect on.\n"
+    )
+    units = split_sentences(manual)
+    assert "the exit codes are: 28: Operation timeout. The specified time-out period was reached." in units
+    assert "-p, --port PORT: Specifies the port number to connect on." in units  # after the list: no lead-in
+    plain = split_sentences("The status codes are:\n1. Success\n2. Failure of the input\n\nThen it ends.")
+    assert plain == [
+        "The status codes are:", "The status codes are: 1. Success", "The status codes are: 2. Failure of the input",
+        "Then it ends.",
+    ]  # fmt: skip
+
+
+def test_a_long_descriptions_first_unit_ends_with_the_default_a_later_sentence_states():
+    from infinipot.core.answer.answer_sentences import split_sentences
+
+    manual = (
+        "       Port   Specifies the port number to connect on the remote host.  This\n"
+        "              option is mostly used with servers that listen on other ports than\n"
+        "              the usual one, and it may be given on the command line as well as\n"
+        "              in the configuration file, where the first obtained value will be\n"
+        "              used for the whole session and every later connection to that host.\n"
+        "              The default is 22.\n"
+    )
+    units = split_sentences(manual)
+    assert units[0] == "Port: Specifies the port number to connect on the remote host. The default is 22."
+    assert units[-1] == "Port: The default is 22." and len(units) == 3

@@ -249,3 +249,15 @@ def test_an_answer_that_is_a_sentence_of_the_document_is_shown_as_its_places_quo
     not_found = f"No direct answer found in the document. The closest passage: “{sentence}”"
     shown = sources.chat_message("assistant", not_found, arranged, answerable=False)["content"]
     assert shown.startswith("**No direct answer found in the document.**")
+
+
+def test_a_passage_that_seems_to_answer_is_shown_as_such_with_its_closest_passages():
+    from infinipot.core.answer.grounded_answer import SEEMS_TO_ANSWER
+
+    sentence = "Usage: asn1Decoding [OPTION] DEFINITIONS ENCODED ASN1TYPE. Decodes DER data in ENCODED file."
+    citations = [{"label": "page 10", "score": 0.3, "token": 700, "snippet": sentence}]
+    closest = f"{SEEMS_TO_ANSWER} “{sentence}”"
+    shown = sources.chat_message("assistant", closest, arranged_citations(citations, sentence), answerable=False)
+    answer, line, *_ = shown["content"].split("\n\n")
+    assert answer == f"**{SEEMS_TO_ANSWER}** “{sentence}”"  # only the words before the quote in bold
+    assert line.startswith("*Closest passages:") and "page 10" in line

@@ -81,6 +81,7 @@ def _record(
         "answer_from": stats.answer_from,
         "stopped": stats.stopped_by == "reader",
         "answerable": stats.answerable,
+        "answer_state": stats.answer_state,
         "answered_by": stats.answered_by,
     }
     store.conversations.append_many(conversation_id, [("user", question, None), ("assistant", answer, meta)])

@@ -6,6 +6,7 @@ the pot and the question, and cited: each citation is a span with its page or li
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,7 +28,7 @@ from infinipot.core.answer.evidence import (
     widen,
 )
 from infinipot.core.answer.question_names import asked_names, rarely_mentioned
-from infinipot.core.grounding import content_words, holds_word, word_keys
+from infinipot.core.grounding import content_words, holds_any_form, word_keys
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
@@ -88,6 +89,18 @@ ABSENT_LETTERS = 4
 ABSENT_NAMED = 3
 
 
+# A word hyphenated across a line break ("docu-\n  ment", groff's U+2010), and a hyphen inside a word ("e-mail").
+_BROKEN_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010\u00ad][ \t]*\n\s*(?=[^\W\d_])")
+_INNER_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010](?=[^\W\d_])")
+
+
+def written_forms(text: str) -> list[str]:
+    """The text as written, with words hyphenated at line breaks joined, and with inner hyphens dropped: a word
+    the document writes in any of these forms ("e-mail" for "email") is one it uses."""
+    joined = _BROKEN_HYPHEN.sub("", text)
+    return [text, joined, _INNER_HYPHEN.sub("", joined)]
+
+
 def absent_words(library: Library, stored: StoredPot, question: str) -> list[str]:
     """The question's content words (ABSENT_LETTERS letters or more, ABSENT_NAMED at most) that the document
     never uses in any form core.grounding folds ("football" asked of a manual), when they are at least half of
@@ -101,12 +114,12 @@ def absent_words(library: Library, stored: StoredPot, question: str) -> list[str
     found = _DOCUMENT_WORDS.get(key)
     if found is None:
         text = stored.engine.tokenizer.decode(read_window(path, 0, token_count(path)), skip_special_tokens=True)
-        found = _DOCUMENT_WORDS[key] = word_keys([text])
+        found = _DOCUMENT_WORDS[key] = word_keys(written_forms(text))
         while len(_DOCUMENT_WORDS) > DOCUMENT_WORDS_KEPT:
             _DOCUMENT_WORDS.popitem(last=False)
     _DOCUMENT_WORDS.move_to_end(key)
     words = list(dict.fromkeys(w for w in content_words(question) if w.isalpha() and len(w) >= ABSENT_LETTERS))
-    absent = [w for w in words if not holds_word(found, w)]
+    absent = [w for w in words if not holds_any_form(found, w)]
     # Named only when the question is mostly about what the document lacks: one unused word of several ("What
     # happens when you write past the end of a blob?") is a wording, not the reason no answer was found.
     return absent[:ABSENT_NAMED] if 2 * len(absent) >= len(words) else []

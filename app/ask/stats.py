@@ -23,6 +23,9 @@ class AskStats(AnswerStats):
     first_evidence_seconds: float | None = None
     # False when the answer says the document does not hold the answer (core.answer.grounded_answer).
     answerable: bool = True
+    # "stated" (a sentence of the document), "closest" (the passage that seems to answer, not sure) or "not_found"
+    # (core.answer.grounded_answer.ANSWER_STATES); answerable is true only when stated.
+    answer_state: str = "stated"
     # The sentence of the passages read that the answer was checked against (and is quoted first); "" when none.
     answer_sentence: str = ""
     ranked_sentences: list[str] = field(default_factory=list)  # the judge's sentences, best first

@@ -59,6 +59,7 @@ def run_ask_library(service, args: argparse.Namespace) -> int:
                     "seconds": round(seconds, 3),
                     "ttft_seconds": round(first if first is not None else seconds, 3),
                     "answerable": stats.answerable,
+                    "answer_state": stats.answer_state,
                     "citations": stats.citations,
                     "documents_asked": stats.documents_asked,
                     "documents_pointed": stats.documents_pointed,

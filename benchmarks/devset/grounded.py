@@ -54,6 +54,7 @@ def _ask(service, doc_id, question, settings, conversation_id=None, record=False
     return {
         "answer": answer,
         "answerable": stats.answerable,
+        "answer_state": stats.answer_state,
         "answer_sentence": stats.answer_sentence,
         "written": stats.written_answer,
         "answered_by": stats.answered_by,
@@ -79,7 +80,7 @@ def answer_all(args, label: str) -> None:
     from infinipot.core.config import PotConfig
 
     settings = AnswerSettings()
-    grounding = GroundingConfig(style=args.style)
+    grounding = GroundingConfig(style=args.style, learned=not args.no_learned)
     if args.threshold is not None:
         grounding = replace(grounding, confidence=replace(grounding.confidence, threshold=args.threshold))
     settings = replace(settings, grounding=grounding)
@@ -243,10 +244,12 @@ def main() -> None:
     parser.add_argument("--half", choices=("all", *HALVES), default="all", help="the documents asked (default all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--no-learned", action="store_true", help="decide without the learned judge (its ablation)")
     args = parser.parse_args()
     args.sets = [s for s in args.sets.split(",") if s]
     if not args.report_only:
         label = args.style + (f", threshold {args.threshold:g}" if args.threshold is not None else "")
+        label += ", learned judge off" if args.no_learned else ""
         answer_all(args, label + (f", {args.note}" if args.note else ""))
     print(report(args).split("## Every answer")[0])
 

@@ -5,10 +5,12 @@
 
 For every answerable and unanswerable question of the half, through the app's own evidence (the passages the
 default settings read) and the checked answer's own parts (core.answer.grounded_answer), it records the passages, the
-judge's ranked sentences with their scores, the question's likelihood after no text, the rare names asked about,
-and the writer's short answer (core.answer.written_answer, written for every question): everything
-core.answer.answer_confidence decides from. One JSON line per question in <out>/signals-<half>.jsonl (a rerun
-skips what is there). benchmarks.devset.decide fits and replays the decision over them.
+judge's ranked sentences with their scores and per-token log-probabilities, the question's likelihood after no
+text, the rare names asked about, and the writer's short answer (core.answer.written_answer, written for every
+question): everything core.answer.answer_confidence and core.answer.learned_judge decide from. One JSON line per
+question in <out>/signals-<half>.jsonl (a rerun skips what is there), and the judge's last hidden states in
+<out>/states-<half>/<set>-<id>.pt. benchmarks.devset.decide fits and replays the decision over them;
+benchmarks.judge.replay replays the learned judge.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ from .records import append_jsonl, read_jsonl
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "devset" / "signals"
 
 
-def record_signals(service, doc_id: str, question: str, settings) -> dict:
-    """The passages, the judge's ranking, the no-text likelihood, the rare names and the writer's answer for one
-    question."""
+def record_signals(service, doc_id: str, question: str, settings, states: list | None = None) -> dict:
+    """The passages, the judge's ranking (each sentence's question-token log-probabilities too), the no-text
+    likelihood, the rare names and the writer's answer for one question. `states`, when given, receives the
+    judge's last hidden states, (ranked + 1, hidden) float16: each ranked sentence's, then no text's (what
+    core.answer.learned_judge reads)."""
+    import torch
+
     from infinipot.app.ask import evidence
-    from infinipot.core.answer.answer_sentences import ranked_sentences
+    from infinipot.core.answer.answer_sentences import judged_in_detail
     from infinipot.core.answer.evidence import spans_to_read
     from infinipot.core.answer.written_answer import written_answer
     from infinipot.core.engine import AnswerStats
@@ -43,15 +49,19 @@ def record_signals(service, doc_id: str, question: str, settings) -> dict:
     passages = spans_to_read(spans)
     names = evidence.rare_names(service.library, stored, question, grounding.rare_name_mentions)
     texts = [engine.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in passages]
-    ranked = ranked_sentences(engine, texts, question, grounding.sentences)
-    no_text = engine.question_likelihoods([[]], question)[0]
+    ranked, blank = judged_in_detail(engine, texts, question, grounding.sentences)
+    no_text = blank.score
     judged = time.perf_counter()
+    if states is not None:
+        states.append(torch.stack([s.judgement.state for s in ranked] + [blank.state]).half())
     pot_entries = settings.evidence.pot_entries
     written = written_answer(engine, stored.pot, question, passages, None, AnswerStats(), pot_entries=pot_entries)
     return {
         "passages": texts,
         "ranked": [[s.text, s.span, round(s.score, 5)] for s in ranked],
+        "tokens": [[round(x, 4) for x in s.judgement.tokens] for s in ranked],
         "no_text": round(no_text, 5),
+        "no_text_tokens": [round(x, 4) for x in blank.tokens],
         "names": list(names),
         "written": written,
         "judge_seconds": round(judged - began, 3),
@@ -76,7 +86,8 @@ def main() -> None:
 
     keys = {key for key, doc in DOCUMENTS.items() if doc.half == args.half}
     out = args.out / f"signals-{args.half}.jsonl"
-    args.out.mkdir(parents=True, exist_ok=True)
+    states_dir = args.out / f"states-{args.half}"
+    states_dir.mkdir(parents=True, exist_ok=True)
     done = {(r["set"], r["id"]) for r in read_jsonl(out)}
     service = DocumentService(Path(args.home), device="cpu")
     settings = AnswerSettings()
@@ -88,7 +99,9 @@ def main() -> None:
         if q["document"] not in doc_ids:
             doc_ids[q["document"]] = service.read(document_path(args.docs, q["document"]), PotConfig()).doc_id
         record = {"set": kind, "id": q["id"], "document": q["document"], "question": q["question"]}
-        record.update(record_signals(service, doc_ids[q["document"]], q["question"], settings))
+        states: list = []
+        record.update(record_signals(service, doc_ids[q["document"]], q["question"], settings, states))
+        torch.save(states[0], states_dir / f"{kind}-{q['id']}.pt")
         append_jsonl(out, record)
         print(f"{kind} {q['id']}: {record['ranked'][0][0][:80] if record['ranked'] else ''!r}", flush=True)
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..rerank import Judgement
 from .text_units import entries
 
 # A sentence ends at . ! ? (with closing quotes or brackets) before whitespace, or at a blank line.
@@ -34,7 +35,9 @@ _LONGEST_WORDS = 60
 # A line that starts with a date, a time or a section number ("2024-11-14T06:03", "12:00", "3.1", a syslog's
 # "Mar  9 10:19:04") or a list mark is an item of its own (a log line, a table row, a bullet); "1,206 metres"
 # wrapped to a line's start is not.
-ITEM_START = re.compile(r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d))")
+ITEM_START = re.compile(
+    r"\n(?=\s*(?:\d+[-:T./]\d|[-*•·]\s|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d|\(?(?:\d{1,3}|[a-z])[.)]\s+[A-Za-z]))"
+)
 # A table row as ingest writes HTML and Word tables: its cells joined by " | ".
 _TABLE_ROW = re.compile(r"\S \| \S")
 # Tokens of a sentence that are scored: a longer one is judged by its start (bounds one batched pass).
@@ -46,6 +49,8 @@ class Sentence:
     text: str  # whitespace collapsed to single spaces
     span: int  # index of the passage it comes from
     score: float  # mean log-probability of the question's tokens after it (higher is likelier)
+    # Each question token's log-probability and the last hidden state (judged in detail; None otherwise).
+    judgement: Judgement | None = field(default=None, compare=False, repr=False)
 
 
 def _joined_after_abbreviations(parts: list[str]) -> list[str]:
@@ -77,8 +82,46 @@ def split_sentences(text: str) -> list[str]:
         elif sum(len(sentence.split()) for sentence in sentences) <= _LONGEST_WORDS:
             units.append(f"{entry.lead}: {' '.join(sentences)}")
         else:
-            units += [f"{entry.lead}: {sentence}" for sentence in sentences]
+            units += _long_description(entry.lead, sentences)
+    return with_lead_ins(units)
+
+
+_DEFAULT_SENTENCE = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+
+
+def _long_description(term: str, sentences: list[str]) -> list[str]:
+    """A term's long description as one unit per sentence, each led by the term; the first also ends with the
+    sentence that states the default, when a later one does ("Port: Specifies the port number to connect on ...
+    The default is 22."): the term's first unit is what a question about it is answered with."""
+    units = [f"{term}: {sentence}" for sentence in sentences]
+    default = next((s for s in reversed(sentences[1:]) if _DEFAULT_SENTENCE.search(s)), None)
+    if default is not None and not _DEFAULT_SENTENCE.search(sentences[0]):
+        units[0] = f"{units[0]} {default}"
     return units
+
+
+# A numbered or lettered item: "28: Operation timeout." (a code and its description), "2. Failure", "(b) ...".
+_NUMBERED_UNIT = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z])(?:[.):]|:)\s+\S")
+# A lead-in's words kept before each item: its last clause ("the exit codes are:").
+_LEAD_IN_WORDS = 12
+
+
+def with_lead_ins(units: list[str]) -> list[str]:
+    """The units with each item of a numbered or lettered list led by the list's lead-in, the unit before it that
+    ends with a colon (its last clause, at most _LEAD_IN_WORDS words): "the exit codes are: 28: Operation
+    timeout." says what 28 is a code of, where "28: Operation timeout." alone does not."""
+    out: list[str] = []
+    lead_in = ""
+    for unit in units:
+        if _NUMBERED_UNIT.match(unit) and lead_in:
+            out.append(f"{lead_in} {unit}")
+            continue
+        lead_in = ""
+        if unit.endswith(":"):
+            clause = re.split(r"[,;]\s+|(?<=[.!?])\s+", unit)[-1]
+            lead_in = " ".join(clause.split()[-_LEAD_IN_WORDS:])
+        out.append(unit)
+    return out
 
 
 def prose_sentences(text: str) -> list[str]:
@@ -158,6 +201,20 @@ def judged_sentences(
 ) -> tuple[list[Sentence], float]:
     """ranked_sentences, and the question's likelihood after no text at all, scored in the same batched pass (an
     empty row among the shortest: no pass of its own)."""
+    ranked, blank = _judged(engine, passages, question, most, context, detail=False)
+    return ranked, blank.score
+
+
+def judged_in_detail(
+    engine, passages: Sequence[str], question: str, most: int = 32, context: str = ""
+) -> tuple[list[Sentence], Judgement]:
+    """judged_sentences with each sentence's Judgement (its question tokens' log-probabilities and the last hidden
+    state), and the Judgement after no text: what the learned judge reads. The same forwards."""
+    return _judged(engine, passages, question, most, context, detail=True)
+
+
+def candidate_units(passages: Sequence[str], most: int = 32) -> list[tuple[int, str]]:
+    """The distinct units the judge scores, (passage index, text): at most `most`, the last passage's first."""
     candidates: list[tuple[int, str]] = []
     seen: set[str] = set()
     for index in reversed(range(len(passages))):
@@ -167,9 +224,28 @@ def judged_sentences(
             if len(candidates) < most and text not in seen:
                 seen.add(text)
                 candidates.append((index, text))
+    return candidates
+
+
+def judge_units(
+    engine, candidates: Sequence[tuple[int, str]], question: str, context: str = "", detail: bool = False
+) -> tuple[list[Sentence], Judgement]:
+    """The units ranked by the question's likelihood after each (best first; ties: earlier first), and the
+    Judgement after no text."""
     tokenizer = engine.tokenizer
     rows = [tokenizer(text, add_special_tokens=False)["input_ids"][:_SCORED_TOKENS] for _, text in candidates]
-    *scores, no_text = engine.question_likelihoods([*rows, []], question, context)
-    ranked = [Sentence(text, index, score) for (index, text), score in zip(candidates, scores, strict=True)]
+    if detail:
+        *judged, blank = engine.question_judgements([*rows, []], question, context)
+    else:
+        *scores, no_text = engine.question_likelihoods([*rows, []], question, context)
+        judged, blank = [Judgement(score) for score in scores], Judgement(no_text)
+    ranked = [
+        Sentence(text, index, one.score, one if detail else None)
+        for (index, text), one in zip(candidates, judged, strict=True)
+    ]
     order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
-    return [ranked[i] for i in order], no_text
+    return [ranked[i] for i in order], blank
+
+
+def _judged(engine, passages, question, most, context, detail) -> tuple[list[Sentence], Judgement]:
+    return judge_units(engine, candidate_units(passages, most), question, context, detail)

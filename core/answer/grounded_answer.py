@@ -28,13 +28,20 @@ from dataclasses import dataclass, field
 
 from ..decoding import DecodingConfig
 from ..engine import AnswerStats, Engine
+from ..grounding import holds_any_form, word_keys
 from .answer_confidence import AskedAbout, ConfidenceModel, likeliest
-from .answer_sentences import Sentence, judged_sentences
+from .answer_sentences import Sentence, judged_in_detail, judged_sentences
+from .learned_judge import JudgeHead, head_for, learned_likeliest
 from .question_kind import holds_kind, question_kind
 from .written_answer import written_answer
 
 GROUNDING_STYLES = ("checked", "sentence", "free")
 NOT_ANSWERED = "No direct answer found in the document."
+# What a "closest" answer says before the unit that is likely, but not surely, the answer.
+SEEMS_TO_ANSWER = "The passage that seems to answer:"
+# What an answer is, as `ask --json` says it (answer_state): the document's sentence stated, the passage that
+# seems to answer, or nothing read answers.
+ANSWER_STATES = ("stated", "closest", "not_found")
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,9 @@ class GroundingConfig:
     confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
     # Sentences scored at most (each a short row of one batched pass): about the three passages read.
     sentences: int = 32
+    # Decide with the learned judge (core.answer.learned_judge) when a head was fitted for the model; otherwise,
+    # and with False, with `confidence`.
+    learned: bool = True
     # A name the question uses that the document mentions at most this many times is one the answer should hold
     # (core.answer.question_names; a signal of core.answer.answer_confidence); None: no such names are sought.
     rare_name_mentions: int | None = 2
@@ -69,6 +79,7 @@ class Verdict:
     confidence: float | None = None  # the likeliest candidate's probability of holding the answer
     kept_written: bool = True  # the written answer was shown (False: the sentence, or the not-found line)
     written: str = ""  # the answer the model wrote: shown ("free" style) or only weighed ("" when not written)
+    state: str = "stated"  # one of ANSWER_STATES
     # why the answer is what it is: "confident" (the likeliest candidate reached the threshold), "unsure" (it did
     # not: not found), "earlier" (a follow-up answered with an earlier answer's sentence), "sentence", "free"
     reason: str = ""
@@ -108,19 +119,30 @@ def _written(engine, pot, question, passages, decoding, stats, history, pot_entr
 CLOSEST_WORDS = 40
 
 
+def _quoted(sentence: Sentence) -> str:
+    words = sentence.text.split()
+    return sentence.text if len(words) <= CLOSEST_WORDS else " ".join(words[:CLOSEST_WORDS]) + " …"
+
+
+def seems_to_answer(closest: Sentence) -> str:
+    """The answer when a unit is likely but not sure to answer: said so, quoting it."""
+    return f"{SEEMS_TO_ANSWER} “{_quoted(closest)}”"
+
+
 def not_answered(closest: Sentence | None, absent: Sequence[str] = ()) -> str:
     """The answer when no direct answer was found: said plainly, with the words of the question the document
     never uses (`absent`: "football" asked of a manual says at once why), and the closest sentence (its first
     CLOSEST_WORDS words)."""
     said = NOT_ANSWERED
+    if closest is not None:  # a word the quoted passage holds, in any form, is no word the document lacks
+        quoted_words = word_keys([closest.text])
+        absent = [word for word in absent if not holds_any_form(quoted_words, word)]
     if absent:
         named = " or ".join(f"“{word}”" for word in absent)
         said = f"{NOT_ANSWERED[:-1]}, which never mentions {named}."
     if closest is None:
         return said
-    words = closest.text.split()
-    quoted = closest.text if len(words) <= CLOSEST_WORDS else " ".join(words[:CLOSEST_WORDS]) + " …"
-    return f"{said} The closest passage: “{quoted}”"
+    return f"{said} The closest passage: “{_quoted(closest)}”"
 
 
 def grounded_answer(
@@ -163,43 +185,34 @@ def grounded_answer(
     first_carried = len(texts)
     if carried and question_kind(question) != "other":
         texts += list(carried)  # last: ranked_sentences takes the last passage's sentences first
-    ranked, no_text = judged_sentences(engine, texts, question, config.sentences, earlier)
+    head = _head(engine, config)
+    if head is not None:
+        ranked, blank = judged_in_detail(engine, texts, question, config.sentences, earlier)
+        no_text = blank.score
+    else:
+        ranked, no_text = judged_sentences(engine, texts, question, config.sentences, earlier)
     verdict.ranked = tuple(ranked)
     verdict.kept_written = False
+    asked = AskedAbout(earlier, names, texts, best_span=first_carried - 1)
     if config.style == "sentence":
         verdict.sentence = ranked[0] if ranked else None
         verdict.answerable, verdict.reason = verdict.sentence is not None, "sentence"
+        verdict.state = "stated" if verdict.answerable else "not_found"
+    elif head is not None:
+        _learned_verdict(verdict, ranked, blank, question, head, asked, first_carried)
     else:
-        model = config.confidence
-        asked = AskedAbout(earlier, names, texts, best_span=first_carried - 1)
-        verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked)
-        held = earlier_fact(ranked, first_carried, question, earlier, model.candidates)
-        stated = verdict.sentence is not None and verdict.confidence >= model.sure
-        if not stated and held is None and verdict.sentence is not None and verdict.confidence > model.unsure:
-            if on_writing is not None:
-                on_writing()
-            verdict.written = written_answer(
-                engine,
-                pot,
-                question,
-                passages,
-                decoding,
-                stats,
-                history=history,
-                pot_entries=pot_entries,
+        _calibrated_verdict(
+            verdict, ranked, no_text, question, config.confidence, asked, first_carried,
+            lambda: written_answer(
+                engine, pot, question, passages, decoding, stats, history=history, pot_entries=pot_entries,
                 question_first=question_first,
-            )
-            verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked, verdict.written)
-            stated = verdict.confidence >= model.threshold
-        if stated:
-            verdict.reason = "confident"
-        elif held is not None:
-            verdict.sentence, verdict.reason = held, "earlier"
-        else:
-            verdict.answerable, verdict.reason = False, "unsure"
-            verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)  # the closest, when none adds
+            ),
+            on_writing,
+        )  # fmt: skip
     if verdict.answerable:
         answer = verdict.sentence.text
+    elif verdict.state == "closest":
+        answer = seems_to_answer(verdict.sentence)
     else:
         answer = not_answered(verdict.sentence, absent() if absent is not None else ())
     stats.ttft_seconds = time.perf_counter() - started
@@ -207,3 +220,51 @@ def grounded_answer(
     stats.seconds = time.perf_counter() - started
     stats.token_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
     stats.stopped_by = "end"
+
+
+def _head(engine: Engine, config: GroundingConfig) -> JudgeHead | None:
+    """The learned judge's head for the engine's model, when asked for and fitted for it."""
+    if not config.learned or config.style != "checked":
+        return None
+    return head_for(engine.loaded.identity, engine.model.config.hidden_size)
+
+
+def _learned_verdict(verdict, ranked, blank, question, head: JudgeHead, asked: AskedAbout, first_carried) -> None:
+    """The learned judge's verdict: its likeliest unit stated at head.stated, an earlier answer's sentence for a
+    follow-up it holds the fact of, the likeliest shown as seeming to answer at head.closest, else not found."""
+    verdict.sentence, verdict.confidence = learned_likeliest(ranked, blank, question, head, asked)
+    held = earlier_fact(ranked, first_carried, question, asked.earlier, head.candidates)
+    if verdict.sentence is not None and verdict.confidence >= head.stated:
+        verdict.reason, verdict.state = "confident", "stated"
+    elif held is not None:
+        verdict.sentence, verdict.reason, verdict.state = held, "earlier", "stated"
+    else:
+        verdict.answerable, verdict.reason = False, "unsure"
+        likely = verdict.sentence is not None and verdict.confidence >= head.closest
+        verdict.state = "closest" if likely else "not_found"
+        verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)
+
+
+def _calibrated_verdict(
+    verdict, ranked, no_text, question, model: ConfidenceModel, asked: AskedAbout, first_carried, write, on_writing
+) -> None:
+    """The verdict of the hand-made signals' calibrated decision (core.answer.answer_confidence), the writer's
+    answer (`write()`) weighed in its doubt band; "closest" when the likeliest was in that band."""
+    verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked)
+    held = earlier_fact(ranked, first_carried, question, asked.earlier, model.candidates)
+    stated = verdict.sentence is not None and verdict.confidence >= model.sure
+    doubted = not stated and held is None and verdict.sentence is not None and verdict.confidence > model.unsure
+    if doubted:
+        if on_writing is not None:
+            on_writing()
+        verdict.written = write()
+        verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked, verdict.written)
+        stated = verdict.confidence >= model.threshold
+    if stated:
+        verdict.reason, verdict.state = "confident", "stated"
+    elif held is not None:
+        verdict.sentence, verdict.reason, verdict.state = held, "earlier", "stated"
+    else:
+        verdict.answerable, verdict.reason = False, "unsure"
+        verdict.state = "not_found"
+        verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)  # the closest, when none adds

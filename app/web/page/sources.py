@@ -13,6 +13,7 @@ import json
 import re
 
 from infinipot.app.ask.quoting import marked_words, quoted_part, shared_words
+from infinipot.core.answer.grounded_answer import SEEMS_TO_ANSWER
 
 QUOTED = 2  # sources quoted under an answer (all of them have their text as hover text)
 QUOTE_CHARS = 360  # a quote longer than this is cut at a word, with an ellipsis (180 cut the sentence that mattered)
@@ -113,7 +114,9 @@ def chat_message(
     not hold the answer is marked so, and its sources are called the closest passages."""
     if stopped:
         content = (content or "").rstrip() + STOPPED_MARK
-    if role == "assistant" and not answerable:  # its first sentence says so, in bold
+    if role == "assistant" and not answerable and content.startswith(SEEMS_TO_ANSWER):  # the words before the quote
+        content = f"**{SEEMS_TO_ANSWER}**{content[len(SEEMS_TO_ANSWER):]}"
+    elif role == "assistant" and not answerable:  # its first sentence says so, in bold
         lead, stop, rest = content.partition(". ")
         content = f"**{lead}.**{' ' + rest if rest else ''}" if stop else f"**{content}**"
     if role != "assistant" or not citations:
