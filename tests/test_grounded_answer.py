@@ -386,3 +386,20 @@ def test_a_document_uses_a_word_it_hyphenates_at_a_line_break_or_inside():
     for word in ("email", "e-mail", "maintainer", "document"):
         assert holds_word(found, word), word
     assert not holds_word(found, "football")
+
+
+def test_likely_but_not_sure_the_passage_that_seems_to_answer_is_shown(engine, monkeypatch):
+    from infinipot.core.answer.grounded_answer import SEEMS_TO_ANSWER
+
+    judged(engine, monkeypatch, scores(0.0, -0.95, -1.0, -1.1))  # a lead of 0.95: p = 1 / (1 + e^0.5) = 0.38
+    text, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD))
+    assert verdict.state == "closest" and not verdict.answerable and 0.35 <= verdict.confidence < 0.5
+    assert text == f"{SEEMS_TO_ANSWER} “{BEST}”"
+    judged(engine, monkeypatch, scores(0.0, -0.5, -0.6, -0.7))  # p = 0.007: nothing read answers
+    _, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD))
+    assert verdict.state == "not_found" and not verdict.answerable
+
+
+def test_closest_above_the_threshold_is_refused():
+    with pytest.raises(ValueError, match="closest"):
+        ConfidenceModel(closest=0.6, threshold=0.48)

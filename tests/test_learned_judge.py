@@ -11,6 +11,7 @@ import torch
 from tiny_models import tiny_loaded
 
 from infinipot.core.answer import learned_judge
+from infinipot.core.answer.answer_confidence import ConfidenceModel
 from infinipot.core.answer.answer_sentences import judged_in_detail, judged_sentences
 from infinipot.core.answer.grounded_answer import (
     NOT_ANSWERED,
@@ -27,7 +28,6 @@ from infinipot.core.answer.learned_judge import (
     head_for,
     load_head,
     save_head,
-    shipped_head,
 )
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
@@ -133,12 +133,12 @@ def test_impossible_heads_are_refused(engine):
                   torch.ones(count), "m", 8, 0.5, 0.5, uses_states=True)  # fmt: skip
 
 
-def test_the_shipped_head_is_small_and_for_the_bundled_model():
-    head = shipped_head()
-    assert head is not None, "assets/judge_head.safetensors is shipped"
-    from importlib import resources
-
-    size = resources.files("infinipot.assets").joinpath(learned_judge.HEAD_FILE).stat().st_size
-    assert size < 2_000_000
-    assert head.hidden_size == 576 and head.uses_states  # SmolLM2-135M's hidden states
-    assert 0.0 < head.closest <= head.stated < 1.0
+def test_without_a_head_for_the_model_the_calibrated_decision_decides(engine, monkeypatch):
+    monkeypatch.setattr(learned_judge, "shipped_head", lambda: None)
+    assert head_for(engine.loaded.identity, engine.model.config.hidden_size) is None
+    verdict, stats = Verdict(), AnswerStats()
+    ids = [encode(engine.tokenizer, text) for text in PASSAGES]
+    config = GroundingConfig(confidence=ConfidenceModel(sure=0.0, unsure=0.0, threshold=0.0, closest=0.0))
+    text = "".join(grounded_answer(engine, None, QUESTION, ids, None, stats, config, verdict))
+    assert verdict.state == "stated" and text == verdict.sentence.text
+    assert all(s.judgement is None for s in verdict.ranked)  # judged without the detail a head reads

@@ -249,7 +249,7 @@ def _calibrated_verdict(
     verdict, ranked, no_text, question, model: ConfidenceModel, asked: AskedAbout, first_carried, write, on_writing
 ) -> None:
     """The verdict of the hand-made signals' calibrated decision (core.answer.answer_confidence), the writer's
-    answer (`write()`) weighed in its doubt band; "closest" when the likeliest was in that band."""
+    answer (`write()`) weighed in its doubt band; not stated, "closest" when the likeliest reached model.closest."""
     verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked)
     held = earlier_fact(ranked, first_carried, question, asked.earlier, model.candidates)
     stated = verdict.sentence is not None and verdict.confidence >= model.sure
@@ -266,5 +266,6 @@ def _calibrated_verdict(
         verdict.sentence, verdict.reason, verdict.state = held, "earlier", "stated"
     else:
         verdict.answerable, verdict.reason = False, "unsure"
-        verdict.state = "not_found"
+        likely = verdict.sentence is not None and verdict.confidence >= model.closest
+        verdict.state = "closest" if likely else "not_found"
         verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)  # the closest, when none adds
