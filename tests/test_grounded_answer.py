@@ -403,3 +403,11 @@ def test_likely_but_not_sure_the_passage_that_seems_to_answer_is_shown(engine, m
 def test_closest_above_the_threshold_is_refused():
     with pytest.raises(ValueError, match="closest"):
         ConfidenceModel(closest=0.6, threshold=0.48)
+
+
+def test_a_question_about_words_the_document_never_uses_is_not_found_even_when_a_passage_seems_likely(
+    engine, monkeypatch
+):
+    judged(engine, monkeypatch, scores(0.0, -0.95, -1.0, -1.1))  # closest, as above
+    text, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD), absent=lambda: ["football"])
+    assert verdict.state == "not_found" and text.startswith(f"{NOT_ANSWERED[:-1]}, which never mentions “football”")

@@ -17,7 +17,9 @@ The path of one question (the default mode, `evidence`; app/service.py drives it
        │           the question's words and rare names (question_names, core.grounding); in doubt the writer
        │           (written_answer) writes a short answer of its own, never shown, whose agreement counts
        ▼
-    a sentence of the document, stated ("confident"), or "No direct answer found" with the closest one
+    a sentence of the document, stated ("confident"; answer_state "stated"), the passage that seems to answer
+    ("closest"), or "No direct answer found" with the closest one ("not_found"). Where a head was fitted for the
+    model (core.answer.learned_judge, trained by benchmarks/judge), it decides instead of the calibrated signals
 
 The stage sits on the engine: it imports core's engine, pot and word tools, and nothing below it imports the
 stage back but core.summary, which cuts a document into units as the stage does (tests/test_layering.py).

@@ -10,6 +10,9 @@ answer of its own (core.answer.written_answer), never shown: the sentence it cop
 it agrees with each candidate is weighed with the rest. The likeliest is then the answer when its probability
 reaches the threshold; otherwise the answer says plainly that no direct answer was found and quotes that
 candidate (`answerable` false): a question the document does not answer has no candidate that adds what is asked.
+Not stated, the likeliest is shown as "The passage that seems to answer: “...”" when it is likely enough
+(answer_state "closest"), and "not_found" otherwise, always when the question is mostly about words the document
+never uses. Where a head was fitted for the model (core.answer.learned_judge), it decides instead.
 
 A name, number or version in a checked answer is always the document's: the model's own words are never shown.
 
@@ -209,12 +212,15 @@ def grounded_answer(
             ),
             on_writing,
         )  # fmt: skip
+    lacking = absent() if absent is not None and not verdict.answerable else ()
+    if verdict.state == "closest" and lacking:
+        verdict.state = "not_found"  # the question is mostly about words the document never uses
     if verdict.answerable:
         answer = verdict.sentence.text
     elif verdict.state == "closest":
         answer = seems_to_answer(verdict.sentence)
     else:
-        answer = not_answered(verdict.sentence, absent() if absent is not None else ())
+        answer = not_answered(verdict.sentence, lacking)
     stats.ttft_seconds = time.perf_counter() - started
     yield answer
     stats.seconds = time.perf_counter() - started
@@ -234,15 +240,8 @@ def _learned_verdict(verdict, ranked, blank, question, head: JudgeHead, asked: A
     follow-up it holds the fact of, the likeliest shown as seeming to answer at head.closest, else not found."""
     verdict.sentence, verdict.confidence = learned_likeliest(ranked, blank, question, head, asked)
     held = earlier_fact(ranked, first_carried, question, asked.earlier, head.candidates)
-    if verdict.sentence is not None and verdict.confidence >= head.stated:
-        verdict.reason, verdict.state = "confident", "stated"
-    elif held is not None:
-        verdict.sentence, verdict.reason, verdict.state = held, "earlier", "stated"
-    else:
-        verdict.answerable, verdict.reason = False, "unsure"
-        likely = verdict.sentence is not None and verdict.confidence >= head.closest
-        verdict.state = "closest" if likely else "not_found"
-        verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)
+    stated = verdict.sentence is not None and verdict.confidence >= head.stated
+    _settle(verdict, ranked, stated, held, head.closest)
 
 
 def _calibrated_verdict(
@@ -260,12 +259,19 @@ def _calibrated_verdict(
         verdict.written = write()
         verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked, verdict.written)
         stated = verdict.confidence >= model.threshold
+    _settle(verdict, ranked, stated, held, model.closest)
+
+
+def _settle(verdict: Verdict, ranked, stated: bool, held: Sentence | None, closest: float) -> None:
+    """The verdict once its likeliest unit is weighed: `stated`; else a follow-up answered with the earlier answer's
+    sentence that holds its fact (`held`); else not stated: "closest" when the likeliest reached `closest`, else
+    "not_found", quoting the judge's best unit when no candidate adds to the question."""
     if stated:
         verdict.reason, verdict.state = "confident", "stated"
     elif held is not None:
         verdict.sentence, verdict.reason, verdict.state = held, "earlier", "stated"
     else:
         verdict.answerable, verdict.reason = False, "unsure"
-        likely = verdict.sentence is not None and verdict.confidence >= model.closest
+        likely = verdict.sentence is not None and verdict.confidence >= closest
         verdict.state = "closest" if likely else "not_found"
-        verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)  # the closest, when none adds
+        verdict.sentence = verdict.sentence or (ranked[0] if ranked else None)
