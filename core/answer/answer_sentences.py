@@ -86,7 +86,11 @@ def split_sentences(text: str) -> list[str]:
     return with_lead_ins(units)
 
 
-_DEFAULT_SENTENCE = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+# A sentence that states a default ("The default is 22.", "Defaults to 4.", "By default, ...", "Default: on"), not
+# one that marks a value "(default)" among others.
+_DEFAULT_SENTENCE = re.compile(
+    r"\b(?:the )?default(?: value| setting)? (?:is|was|are)\b|\bdefaults to\b|\bby default\b|^default:", re.IGNORECASE
+)
 
 
 def _long_description(term: str, sentences: list[str]) -> list[str]:
