@@ -34,14 +34,12 @@ from ..engine import AnswerStats, Engine
 from ..grounding import holds_any_form, word_keys
 from .answer_confidence import AskedAbout, ConfidenceModel, likeliest
 from .answer_sentences import Sentence, judged_in_detail, judged_sentences
+from .answer_words import NOT_ANSWERED, SEEMS_TO_ANSWER
 from .learned_judge import JudgeHead, head_for, learned_likeliest
 from .question_kind import holds_kind, question_kind
 from .written_answer import written_answer
 
 GROUNDING_STYLES = ("checked", "sentence", "free")
-NOT_ANSWERED = "No direct answer found in the document."
-# What a "closest" answer says before the unit that is likely, but not surely, the answer.
-SEEMS_TO_ANSWER = "The passage that seems to answer:"
 # What an answer is, as `ask --json` says it (answer_state): the document's sentence stated, the passage that
 # seems to answer, or nothing read answers.
 ANSWER_STATES = ("stated", "closest", "not_found")

@@ -13,7 +13,7 @@ import json
 import re
 
 from infinipot.app.ask.quoting import marked_words, quoted_part, shared_words
-from infinipot.core.answer.grounded_answer import SEEMS_TO_ANSWER
+from infinipot.core.answer.answer_words import SEEMS_TO_ANSWER
 
 QUOTED = 2  # sources quoted under an answer (all of them have their text as hover text)
 QUOTE_CHARS = 360  # a quote longer than this is cut at a word, with an ellipsis (180 cut the sentence that mattered)
