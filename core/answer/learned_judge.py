@@ -14,8 +14,9 @@ unit, from the same forwards (core.rerank.Judgement, nothing more run):
 One hidden layer gives each unit the probability that it holds the answer; the likeliest is stated at
 `stated` or more, shown as "the passage that seems to answer" at `closest` or more, and below that nothing read
 answers. The head and its thresholds are fitted by `python -m benchmarks.judge.train` (data:
-`python -m benchmarks.judge.make_data`) and shipped as assets/judge_head.safetensors, for the model whose hidden
-states it read (its identity is stored with it); any other model decides with core.answer.answer_confidence.
+`python -m benchmarks.judge.make_data`) into assets/judge_head.safetensors, for the model whose hidden states it
+read (its identity is stored with it); any other model decides with core.answer.answer_confidence. None is shipped:
+the head trained so far did not decide better than that on the development set (docs/experiments.md).
 """
 
 from __future__ import annotations
@@ -167,11 +168,11 @@ def unit_inputs(
     for i, one in zip(indices, judged, strict=True):
         signals = sentence_features(ranked, i, question, blank.score, asked)
         tokens = token_features(one, blank, best_score, best_gain)
-        row = [signals[name] for name in SIGNALS] + [tokens[name] for name in TOKEN_FEATURES]
+        row = torch.tensor([signals[name] for name in SIGNALS] + [tokens[name] for name in TOKEN_FEATURES])
         if uses_states:
-            row = torch.cat([torch.tensor(row), one.state, one.state - blank.state]).tolist()
+            row = torch.cat([row, one.state.float(), (one.state - blank.state).float()])
         rows.append(row)
-    return torch.tensor(rows, dtype=torch.float32)  # (N, F)
+    return torch.stack(rows).float()  # (N, F)
 
 
 def learned_likeliest(
