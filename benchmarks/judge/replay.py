@@ -35,18 +35,26 @@ class Recorded:
     blank: object
 
 
-def load_recorded(signals: Path, half: str) -> list[Recorded]:
+def judged_again(units, tokens, states: torch.Tensor, blank_score: float, blank_tokens):
+    """Recorded judgements as the judge gave them: the ranked Sentences ((text, span, score) per unit, each with its
+    token log-probabilities and its row of `states`, (units + 1, hidden)) and no text's Judgement (the last row)."""
     from infinipot.core.answer.answer_sentences import Sentence
     from infinipot.core.rerank import Judgement
 
+    states = states.float()
+    ranked = [
+        Sentence(text, span, score, Judgement(score, tuple(one), states[i]))
+        for i, ((text, span, score), one) in enumerate(zip(units, tokens, strict=True))
+    ]
+    return ranked, Judgement(blank_score, tuple(blank_tokens), states[-1])
+
+
+def load_recorded(signals: Path, half: str) -> list[Recorded]:
     out = []
     for record in read_jsonl(signals / f"signals-{half}.jsonl"):
-        states = torch.load(signals / f"states-{half}" / f"{record['set']}-{record['id']}.pt").float()
-        ranked = [
-            Sentence(text, span, score, Judgement(score, tuple(tokens), states[i]))
-            for i, ((text, span, score), tokens) in enumerate(zip(record["ranked"], record["tokens"], strict=True))
-        ]
-        blank = Judgement(record["no_text"], tuple(record["no_text_tokens"]), states[-1])
+        states = torch.load(signals / f"states-{half}" / f"{record['set']}-{record['id']}.pt")
+        ranked, blank = judged_again(record["ranked"], record["tokens"], states, record["no_text"],
+                                     record["no_text_tokens"])  # fmt: skip
         out.append(Recorded(record, ranked, blank))
     return out
 

@@ -29,18 +29,12 @@ SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "judge_head.safetenso
 def question_rows(one: dict, question: str, candidates: int, uses_states: bool):
     """(inputs (N, F), labels (N,)) of a judged training question's candidates; None when it has none."""
     from infinipot.core.answer.answer_confidence import AskedAbout, candidate_indices
-    from infinipot.core.answer.answer_sentences import Sentence
     from infinipot.core.answer.learned_judge import _Candidates, unit_inputs
-    from infinipot.core.rerank import Judgement
 
-    states = one["states"].float()
-    ranked = [
-        Sentence(text, span, score, Judgement(score, tuple(tokens), states[i]))
-        for i, (text, span, score, tokens) in enumerate(
-            zip(one["texts"], one["spans"], one["scores"], one["tokens"], strict=True)
-        )
-    ]
-    blank = Judgement(one["blank_score"], tuple(one["blank_tokens"]), states[-1])
+    from .replay import judged_again
+
+    units = list(zip(one["texts"], one["spans"], one["scores"], strict=True))
+    ranked, blank = judged_again(units, one["tokens"], one["states"], one["blank_score"], one["blank_tokens"])
     indices = candidate_indices(ranked, _Candidates(candidates), question)
     if not indices:
         return None
