@@ -8,7 +8,7 @@ from . import hf_adapter
 from .eviction import kept_rows, move_keys
 from .pot import Pot
 from .scorers import LayerEvidence, Scorer
-from .selection import select_entries, select_latest
+from .selection import keep_newest_in_layers, select_entries, select_latest
 from .slab import KVSlab
 
 
@@ -65,6 +65,8 @@ def compress_pot(
     """
     carried = {} if carried is None else carried
     idx, reasons = select_kept(pot, scorer, catalyst, keep, sink_tokens, carried)  # (L, H_kv, keep) each
+    windowed = hf_adapter.windowed_layers(model, pot.entries)
+    idx, reasons = keep_newest_in_layers(idx, reasons, windowed, pot.entries, pot.sink_count(sink_tokens))
     for name in list(carried):
         carried[name] = carried[name].gather(2, idx)  # (L, H_kv, keep)
     old_positions = pot.positions.gather(2, idx)  # (L, H_kv, keep)

@@ -257,6 +257,13 @@ class Engine:
         up with every question read again)."""
         return self._table("opening pot", lambda: self.read([]))
 
+    def local_window(self, layer: int) -> int | None:
+        """How many of the latest tokens layer `layer` sees when it is a local (sliding-window) layer whose window
+        is shorter than the pot, so that it keeps the newest entries (core.distill); None for a layer that sees
+        every entry."""
+        window = hf_adapter.layer_windows(self.model)[layer]
+        return window if window is not None and window < self.config.pot_size else None
+
     def answer_prompt_ids(
         self,
         question: str,

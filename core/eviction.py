@@ -38,21 +38,39 @@ def move_keys(model, keys: torch.Tensor, old_positions: torch.Tensor, fixed: int
 
     The first `fixed` entries (the sinks, at 0..fixed-1 already) stay as they are, bit for bit. Every other key is
     rotated back from its old position and on to its new one, with cos/sin looked up in a table of positions
-    0..next_position-1 (every position a pot holds is below the next one to be read). All of it without reading
-    anything back to the host.
+    0..next_position-1 (every position a pot holds is below the next one to be read): one table per rotary
+    embedding, each layer moved with its own (Gemma 3's local and global layers have different bases). All of it
+    without reading anything back to the host.
     """
     keep = keys.shape[2]
     if fixed >= keep:
         return
     device = old_positions.device
-    table = hf_adapter.rotary_cos_sin(model, torch.arange(max(next_position, keep), device=device))  # (top, rot)
-    undo = inverse_rotation(table)  # (top, rot) each
-    redo = rotation((table[0][fixed:keep], table[1][fixed:keep]))  # (m, rot) each: positions fixed..keep-1
-    old = old_positions[..., fixed:].flatten(0, 1)  # (L * H_kv, m)
-    part = keys[:, :, fixed:].flatten(0, 1)  # (L * H_kv, m, D) view
-    for rows in _row_slices(part, table[0].shape[-1]):
-        back = (undo[0][old[rows]], undo[1][old[rows]])  # (r, m, rot) each
-        rotate_in_place(part[rows], back, redo)
+    table_positions = torch.arange(max(next_position, keep), device=device)
+    tables = {}
+    for kind, layers in layer_runs(hf_adapter.rotary_kinds(model)):
+        if kind not in tables:
+            tables[kind] = hf_adapter.rotary_cos_sin(model, table_positions, kind)  # (top, rot) each
+        table = tables[kind]
+        undo = inverse_rotation(table)  # (top, rot) each
+        redo = rotation((table[0][fixed:keep], table[1][fixed:keep]))  # (m, rot) each: positions fixed..keep-1
+        old = old_positions[layers, :, fixed:].flatten(0, 1)  # (l * H_kv, m)
+        part = keys[layers, :, fixed:].flatten(0, 1)  # (l * H_kv, m, D) view
+        for rows in _row_slices(part, table[0].shape[-1]):
+            back = (undo[0][old[rows]], undo[1][old[rows]])  # (r, m, rot) each
+            rotate_in_place(part[rows], back, redo)
+
+
+def layer_runs(kinds: list) -> list[tuple[object, slice]]:
+    """Runs of consecutive layers of one kind: [(kind, slice of layers)], one run for a model whose layers are
+    alike (so its keys move in one pass, as before per-layer kinds)."""
+    runs: list[tuple[object, slice]] = []
+    start = 0
+    for layer in range(1, len(kinds) + 1):
+        if layer == len(kinds) or kinds[layer] != kinds[start]:
+            runs.append((kinds[start], slice(start, layer)))
+            start = layer
+    return runs
 
 
 def _row_slices(part: torch.Tensor, rot: int) -> list[slice]:

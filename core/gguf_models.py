@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from .errors import ModelError
+from .families import family_of_gguf, unsupported_reason
 
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file
 HASH_INDEX = "gguf-hashes.json"  # in the models folder: {resolved path: {size, mtime_ns, sha256}}
@@ -138,6 +139,9 @@ def read_header(path: Path) -> GgufHeader:
             f"{path.name} holds a {architecture} model, which transformers cannot load from GGUF; "
             f"supported: {', '.join(supported)}"
         )
+    refused = unsupported_reason(family_of_gguf(architecture))
+    if refused:
+        raise ModelError(f"{path.name}: {refused}")
     return GgufHeader(architecture=architecture, title=title or None)
 
 

@@ -6,6 +6,7 @@ transformers changes these between versions (the cache moved from tuples to `cac
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -179,8 +180,10 @@ def run_decoder(
 
 def takes_custom_masks(model: torch.nn.Module) -> bool:
     """Whether the model's attention applies a 4D mask given to run_decoder as it is (SDPA, ours, eager);
-    flash-attn and others take only padding masks."""
-    return model.config._attn_implementation in ("sdpa", _READER_SDPA, "eager")
+    flash-attn and others take only padding masks. Not for a model with sliding-window layers: transformers gives
+    a custom mask to those layers unchanged, past their window."""
+    windowed = any(window is not None for window in layer_windows(model))
+    return model.config._attn_implementation in ("sdpa", _READER_SDPA, "eager") and not windowed
 
 
 def kv_heads(model: torch.nn.Module) -> int:
@@ -206,18 +209,52 @@ def has_rope(model: torch.nn.Module) -> bool:
     return getattr(decoder(model), "rotary_emb", None) is not None
 
 
-def rotary_cos_sin(model: torch.nn.Module, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary_kinds(model: torch.nn.Module) -> list[str | None]:
+    """Per layer, which of the model's rotary embeddings rotates its keys: None for every layer of a model with one
+    (most), the layer's type where the rotary module takes one (Gemma 3: its local "sliding_attention" layers
+    rotate with another base than its global "full_attention" layers)."""
+    layers = len(decoder(model).layers)
+    types = getattr(model.config, "layer_types", None)
+    rotary = decoder(model).rotary_emb
+    if not types or "layer_type" not in inspect.signature(rotary.forward).parameters:
+        return [None] * layers
+    return list(types[:layers])
+
+
+def rotary_cos_sin(
+    model: torch.nn.Module, positions: torch.Tensor, kind: str | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin of the model's own rotary embedding at integer `positions` (..., T) -> (..., T, rot_dim), fp32.
 
-    Using the model's module keeps every scaling variant (linear, dynamic, llama3, yarn with its attention
-    factor folded into cos/sin) exact.
+    `kind`: the layers' rotary kind (rotary_kinds), None for a model with one. Using the model's module keeps
+    every scaling variant (linear, dynamic, llama3, yarn with its attention factor folded into cos/sin) exact.
     """
     rotary = decoder(model).rotary_emb
     flat = positions.reshape(1, -1).to(device=next(model.parameters()).device)
     probe = torch.zeros(1, flat.shape[1], 1, device=flat.device, dtype=torch.float32)
-    cos, sin = rotary(probe, flat)
+    cos, sin = rotary(probe, flat) if kind is None else rotary(probe, flat, kind)
     shape = (*positions.shape, cos.shape[-1])
     return cos.float().reshape(shape), sin.float().reshape(shape)
+
+
+def layer_windows(model: torch.nn.Module) -> list[int | None]:
+    """Per layer, how many of the latest entries its attention sees (a sliding-window, "local" layer), None for a
+    layer that sees every entry held. The model's own masks count the window in entries of the cache (the
+    position of a query among the keys held), so a pot's local layer sees its newest `window` entries."""
+    config = model.config
+    layers = len(decoder(model).layers)
+    window = getattr(config, "sliding_window", None)
+    if not window:
+        return [None] * layers
+    types = getattr(config, "layer_types", None)
+    if types is None:  # Mistral, Starcoder2: one window for every layer
+        return [int(window)] * layers
+    return [int(window) if kind == "sliding_attention" else None for kind in types[:layers]]
+
+
+def windowed_layers(model: torch.nn.Module, entries: int) -> list[int]:
+    """The layers whose window is shorter than `entries`: of a pot that holds that many, they see only the newest."""
+    return [layer for layer, window in enumerate(layer_windows(model)) if window is not None and window < entries]
 
 
 def final_logit_softcap(model: torch.nn.Module) -> float | None:

@@ -110,12 +110,13 @@ def _append(model, merged: Pot | None, pot: Pot, index: int, start: int, stop: i
     new_positions = positions + shift
     keys = [k[:, :, start:stop] for k in pot.keys]  # per layer (1, H_kv, t, D)
     if shift:
-        old_cos, old_sin = hf_adapter.rotary_cos_sin(model, positions)  # (L, H_kv, t, rot)
-        new_cos, new_sin = hf_adapter.rotary_cos_sin(model, new_positions)
-        keys = [
-            reposition_keys(k, (old_cos[i][None], old_sin[i][None]), (new_cos[i][None], new_sin[i][None]))
-            for i, k in enumerate(keys)
-        ]
+        kinds = hf_adapter.rotary_kinds(model)
+        moved = []
+        for layer, (k, kind) in enumerate(zip(keys, kinds, strict=True)):
+            old = hf_adapter.rotary_cos_sin(model, positions[layer], kind)  # (H_kv, t, rot) each
+            new = hf_adapter.rotary_cos_sin(model, new_positions[layer], kind)
+            moved.append(reposition_keys(k, (old[0][None], old[1][None]), (new[0][None], new[1][None])))
+        keys = moved
     values = [v[:, :, start:stop] for v in pot.values]
     chunk = {name: getattr(pot, name)[..., start:stop] for name in _PROVENANCE}  # each (L, H_kv, t)
     chunk["positions"] = new_positions

@@ -12,6 +12,7 @@ import torch
 
 from . import hf_adapter
 from .errors import ModelError
+from .families import unsupported_reason
 from .gguf_models import converted_gguf, names_gguf_file
 from .precision import check_dtype_name, one_row_products, pot_key, resolve_dtype
 
@@ -147,5 +148,8 @@ def check_supported(model: torch.nn.Module, name: str) -> None:
         hf_adapter.decoder(model)
     except (AttributeError, NotImplementedError) as exc:
         raise ModelError(f"model {name!r} is not a decoder-only causal LM") from exc
+    refused = unsupported_reason(getattr(model.config, "model_type", "unknown"))
+    if refused:
+        raise ModelError(f"model {name!r}: {refused}")
     if not hf_adapter.has_rope(model):
         raise ModelError(f"model {name!r} has no rotary position embedding (RoPE), which InfiniPot needs")

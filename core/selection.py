@@ -8,7 +8,8 @@ KEPT_SINK = 0
 KEPT_NOVELTY = 1
 KEPT_SCORE = 2  # CaP attention for InfiniPot, the strategy's own score for the others
 KEPT_READ = 3  # entered the pot by being read and has not been through a compression yet
-KEPT_BY_NAMES = {KEPT_SINK: "sink", KEPT_NOVELTY: "nuc", KEPT_SCORE: "cap", KEPT_READ: "read"}
+KEPT_RECENT = 4  # of a sliding-window layer, which sees only the newest entries: kept for being among them
+KEPT_BY_NAMES = {KEPT_SINK: "sink", KEPT_NOVELTY: "nuc", KEPT_SCORE: "cap", KEPT_READ: "read", KEPT_RECENT: "recent"}
 
 
 def select_entries(
@@ -60,6 +61,28 @@ def select_latest(shape: tuple[int, int, int], sinks: int, keep: int, device) ->
     reason = torch.full((keep,), KEPT_SCORE, dtype=torch.uint8, device=device)
     reason[:sinks] = KEPT_SINK
     return kept.expand(layers, heads, keep), reason.expand(layers, heads, keep).contiguous()
+
+
+def keep_newest_in_layers(
+    idx: torch.Tensor, reasons: torch.Tensor, layers: list[int], entries: int, sinks: int | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """idx, reasons (L, H, keep) with the rows of `layers` (sliding-window layers) replaced by the sinks and the
+    newest entries, reason KEPT_RECENT: such a layer never sees an entry older than its window, and keeping the
+    newest keeps what it does see exactly as the model would (in stream order and, after CR-RoPE, at the same
+    distances). `entries`: how many the pot holds (the newest kept are entries - keep + sinks .. entries - 1);
+    `sinks`: its leading sink entries for one document's pot, None for a merged pot (none kept then)."""
+    if not layers:
+        return idx, reasons
+    _, heads, keep = idx.shape
+    n = entries
+    idx, reasons = idx.clone(), reasons.clone()
+    fixed = sinks or 0
+    newest = torch.cat([torch.arange(fixed, device=idx.device), torch.arange(n - keep + fixed, n, device=idx.device)])
+    reason = torch.full((keep,), KEPT_RECENT, dtype=reasons.dtype, device=reasons.device)
+    reason[:fixed] = KEPT_SINK
+    idx[layers] = newest.expand(len(layers), heads, keep)
+    reasons[layers] = reason.expand(len(layers), heads, keep)
+    return idx, reasons
 
 
 def _free_slots(n: int, keep: int, protected_count: int) -> int:

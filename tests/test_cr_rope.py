@@ -5,6 +5,7 @@ import torch
 from tiny_models import build_model, random_ids
 
 from infinipot.core import hf_adapter
+from infinipot.core.eviction import layer_runs, move_keys
 from infinipot.core.rope import apply_rotary, reposition_keys
 
 ROPE_VARIANTS = {
@@ -59,3 +60,45 @@ def test_model_keys_moved_to_new_positions_equal_recomputed_keys(variant):
     moved = reposition_keys(far_keys, hf_adapter.rotary_cos_sin(model, far), hf_adapter.rotary_cos_sin(model, near))
     torch.testing.assert_close(moved, near_keys, atol=1e-4, rtol=1e-4)
     assert not torch.allclose(far_keys, near_keys, atol=1e-3)
+
+
+def test_each_gemma3_layer_moves_its_keys_with_its_own_rotary_base():
+    """Gemma 3's local layers rotate with base 10K and its global layers with 1M: a compression's CR-RoPE must move
+    each layer's keys with its own. Checked on a real forward: the keys read at far positions, moved to near ones,
+    equal the keys read at the near positions, in every layer whose keys depend on positions alone (the first
+    of each kind here: a one-layer model of each kind)."""
+    for kinds in (["sliding_attention"], ["full_attention"]):
+        model = build_model("gemma3", layer_types=kinds)
+        assert hf_adapter.rotary_kinds(model) == kinds
+        ids = torch.tensor([random_ids(30, seed=3)])
+        far = torch.arange(30)[None] * 37 + 1000
+        near = torch.arange(30)[None]
+
+        def layer0_keys(positions, model=model, ids=ids):
+            cache = hf_adapter.new_cache()
+            with torch.no_grad():
+                hf_adapter.decoder(model)(input_ids=ids, position_ids=positions, past_key_values=cache, use_cache=True)
+            return hf_adapter.cache_layers(cache)[0][0]  # (1, H_kv, T, D)
+
+        far_keys, near_keys = layer0_keys(far), layer0_keys(near)
+        keys = far_keys[0][None].clone()  # (L=1, H_kv, T, D)
+        move_keys(model, keys, far.expand(1, keys.shape[1], -1).clone(), 0, int(far.max()) + 1)
+        torch.testing.assert_close(keys[0], near_keys[0], atol=1e-4, rtol=1e-4)
+        # the other kind's base would have moved them elsewhere: the test tells the two apart
+        other = "full_attention" if kinds == ["sliding_attention"] else "sliding_attention"
+        wrong = reposition_keys(
+            far_keys,
+            hf_adapter.rotary_cos_sin(build_model("gemma3", layer_types=[other]), far, other),
+            hf_adapter.rotary_cos_sin(build_model("gemma3", layer_types=[other]), near, other),
+        )
+        assert not torch.allclose(wrong, near_keys, atol=1e-2)
+
+
+def test_layer_runs_group_consecutive_layers_of_one_kind():
+    assert layer_runs([None, None, None]) == [(None, slice(0, 3))]
+    kinds = ["sliding_attention"] * 2 + ["full_attention"] + ["sliding_attention"]
+    assert layer_runs(kinds) == [
+        ("sliding_attention", slice(0, 2)),
+        ("full_attention", slice(2, 3)),
+        ("sliding_attention", slice(3, 4)),
+    ]

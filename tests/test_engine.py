@@ -3,7 +3,7 @@
 import pytest
 import torch
 from helpers import record_cache_lengths, reference_greedy
-from tiny_models import ARCHITECTURES, random_ids, tiny_loaded
+from tiny_models import ARCHITECTURES, GEMMA3_WINDOW, random_ids, tiny_loaded
 
 from infinipot.core import hf_adapter
 from infinipot.core.config import PotConfig
@@ -11,7 +11,7 @@ from infinipot.core.decoding import DecodingConfig, choose_token, contrasted, sa
 from infinipot.core.distill import catalyst_attention, compress_pot
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.errors import PotTooSmallError
-from infinipot.core.selection import KEPT_NOVELTY, KEPT_READ, KEPT_SCORE, KEPT_SINK
+from infinipot.core.selection import KEPT_NOVELTY, KEPT_READ, KEPT_RECENT, KEPT_SCORE, KEPT_SINK
 
 
 def reference_with_rules(
@@ -338,3 +338,35 @@ def test_the_openings_pot_is_read_once_per_model_and_no_answer_changes_it():
     "".join(first.answer(pot, "Where is it?", max_new_tokens=6, evidence=evidence, pot_entries=0))
     first.question_likelihoods(evidence, "Where is it?")
     assert all(torch.equal(a, b) for a, b in zip(before, (*opening.keys, *opening.values), strict=True))
+
+
+def test_local_layers_keep_their_window_so_a_compressed_read_answers_as_the_model_reading_everything():
+    """A sliding-window layer never sees past its window, so a pot whose local layers keep their newest entries
+    loses nothing there: a Gemma 3 of local layers only, read 12x past its pot with many compressions, answers
+    exactly as the model's own generation over the whole document (positions reset by CR-RoPE on the local base)."""
+    engine = Engine(tiny_loaded("gemma3", layer_types=["sliding_attention"] * 2), PotConfig(pot_size=96, keep_size=48))
+    assert hf_adapter.windowed_layers(engine.model, 90) == [0, 1]
+    document = random_ids(1200, seed=9)
+    pot = engine.read([document[i : i + 300] for i in range(0, len(document), 300)])
+    assert pot.cycles >= 10
+    newest = pot.origin[0, 0, -GEMMA3_WINDOW:]
+    assert torch.equal(newest, torch.arange(pot.tokens_read - GEMMA3_WINDOW, pot.tokens_read))
+    prefix = len(engine.prefix_ids)
+    assert bool((pot.kept_by[..., prefix:] != KEPT_NOVELTY).all())  # nothing there kept by the catalyst's choice
+    stats = AnswerStats()
+    "".join(engine.answer(pot, "What is the passkey?", PLAIN_GREEDY, stats=stats))
+    full = engine.prefix_ids + document + engine.answer_prompt_ids("What is the passkey?")
+    assert stats.token_ids == reference_greedy(engine, full, 16) and len(stats.token_ids) > 0
+
+
+def test_a_mixed_gemma3_keeps_newest_entries_in_local_layers_and_chooses_in_global_ones():
+    engine = Engine(tiny_loaded("gemma3"), PotConfig(pot_size=96, keep_size=48, forward_tokens=40))
+    pot = engine.read([random_ids(600, seed=4)])
+    local, global_ = pot.kept_by[0], pot.kept_by[1]  # layer 0 local, layer 1 global
+    prefix = len(engine.prefix_ids)
+    compressed = pot.origin[0, 0] < pot.origin[0, 0, -1] - 40  # entries older than the tail read since
+    assert set(local[:, prefix:][:, compressed[prefix:]].unique().tolist()) == {KEPT_RECENT}
+    assert {KEPT_NOVELTY, KEPT_SCORE} <= set(global_.unique().tolist())
+    # local layers hold a contiguous run of the newest tokens after the sinks
+    run = pot.origin[0, :, prefix:]
+    assert bool((run[:, 1:] - run[:, :-1] == 1).all())

@@ -48,7 +48,7 @@ def test_window_states_say_why_each_token_of_one_head_is_there():
     states = visualize.window_states(pot, layer=0, head=0, start=0, end=8)
     assert states == ["dropped", "nuc", "dropped", "dropped", "dropped", "cap", "dropped", "dropped"]
     assert visualize.window_states(pot, 0, 1, 15, 20) == ["dropped"] * 4 + ["read"]
-    assert visualize.kept_counts(pot, 1, 0) == {"sink": 2, "nuc": 2, "cap": 1, "read": 0}
+    assert visualize.kept_counts(pot, 1, 0) == {"sink": 2, "nuc": 2, "cap": 1, "read": 0, "recent": 0}
 
 
 def test_head_counts_for_one_layer_and_for_all_layers():
@@ -179,6 +179,26 @@ def test_the_legend_says_in_plain_words_that_only_coloured_text_is_remembered():
     assert "surprising to the model" in legend and "important to a summary of the text" in legend
     assert "sink" not in legend  # sink tokens are the template's, never in the document's text
     assert "novelty under compression (NuC)" in legend  # the paper's terms, in the small print
+
+
+def test_a_local_layer_is_named_in_the_caption_and_its_latest_text_in_the_legend():
+    window = {
+        "start": 0,
+        "end": 40,
+        "total": 900,
+        "layer": 0,
+        "layers": 18,
+        "head": 0,
+        "mode": "one head",
+        "entries": 96,
+        "kept": {"sink": 2, "nuc": 0, "cap": 0, "read": 40, "recent": 54},
+        "local_window": 512,
+    }
+    caption = render.window_caption(window)
+    assert "a local layer: it sees only the latest 512 tokens" in caption and "54 of the latest text" in caption
+    assert "the latest text, all that a local layer sees" in render.legend_html("one head", local=True)
+    global_layer = {**window, "local_window": None, "kept": {**window["kept"], "recent": 0}}
+    assert "local" not in render.window_caption(global_layer) + render.legend_html("one head")
 
 
 def test_the_all_heads_legend_has_one_step_per_possible_share():

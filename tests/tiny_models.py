@@ -9,17 +9,29 @@ import torch
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    NemotronConfig,
+    NemotronForCausalLM,
     Phi3Config,
     Phi3ForCausalLM,
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Qwen2MoeConfig,
+    Qwen2MoeForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
+    Qwen3MoeConfig,
+    Qwen3MoeForCausalLM,
+    StableLmConfig,
+    StableLmForCausalLM,
+    Starcoder2Config,
+    Starcoder2ForCausalLM,
 )
 
 from benchmarks.ingest_bench import byte_bpe
@@ -64,10 +76,34 @@ def _common(vocab: int) -> dict:
     )
 
 
-ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "phi3")
+# One per family core.families.CHECKED_FAMILIES lets read (tests/test_families.py keeps the two lists equal).
+ARCHITECTURES = (
+    "llama", "mistral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3", "phi3", "stablelm",
+    "starcoder2", "nemotron",
+)  # fmt: skip
+# Gemma 3's local layers: a window shorter than the tests' pots, so that it matters, and rotary bases of their own.
+GEMMA3_WINDOW = 24
 
 
-def build_model(arch: str = "llama", rope_parameters: dict | None = None, seed: int = 0) -> torch.nn.Module:
+def gemma3_config(base: dict, layer_types: list[str]) -> Gemma3TextConfig:
+    """A tiny Gemma 3 (text): local (sliding-window) and global layers as `layer_types` says, each kind with its
+    own RoPE base, as the real models have (10K local, 1M global)."""
+    return Gemma3TextConfig(
+        **{**base, "num_hidden_layers": len(layer_types)},
+        head_dim=16,
+        query_pre_attn_scalar=16,
+        sliding_window=GEMMA3_WINDOW,
+        layer_types=layer_types,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+        },
+    )
+
+
+def build_model(
+    arch: str = "llama", rope_parameters: dict | None = None, seed: int = 0, layer_types: list[str] | None = None
+) -> torch.nn.Module:
     vocab = len(tiny_tokenizer())
     base = _common(vocab)
     torch.manual_seed(seed)
@@ -90,8 +126,22 @@ def build_model(arch: str = "llama", rope_parameters: dict | None = None, seed: 
             final_logit_softcapping=10.0,
         )
         model = Gemma2ForCausalLM(config)
+    elif arch == "gemma3":
+        model = Gemma3ForCausalLM(gemma3_config(base, layer_types or ["sliding_attention", "full_attention"]))
     elif arch == "phi3":
         model = Phi3ForCausalLM(Phi3Config(**base, partial_rotary_factor=0.5))
+    elif arch == "qwen2_moe":
+        experts = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+        model = Qwen2MoeForCausalLM(Qwen2MoeConfig(**base, **experts, shared_expert_intermediate_size=32))
+    elif arch == "qwen3_moe":
+        experts = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+        model = Qwen3MoeForCausalLM(Qwen3MoeConfig(**base, **experts, head_dim=16))
+    elif arch == "stablelm":
+        model = StableLmForCausalLM(StableLmConfig(**base, partial_rotary_factor=0.25))
+    elif arch == "starcoder2":
+        model = Starcoder2ForCausalLM(Starcoder2Config(**base, sliding_window=None))
+    elif arch == "nemotron":
+        model = NemotronForCausalLM(NemotronConfig(**base, partial_rotary_factor=0.5))
     else:
         raise ValueError(arch)
     # Random init gives near-uniform attention; larger weights make scores and greedy choices distinct.

@@ -677,6 +677,7 @@ class Workspace:
             "where": self._where(doc_id, start),
             "page": self._page(doc_id, start),
             "pages": row["pages"],
+            "local_window": stored.engine.local_window(layer),
         }
         if head is None:
             counts, counted = kept_view.window_head_counts(pot, start, end, layer)

@@ -670,7 +670,7 @@ class Handlers:
         pages = window["pages"]
         return (
             render.window_caption(window, quoted),
-            render.legend_html(window["mode"], window.get("heads_counted", 0)),
+            render.legend_html(window["mode"], window.get("heads_counted", 0), bool(window.get("local_window"))),
             render.tokens_html(window, quoted),
             render.retention_html(retention),
             *_memory_frames(memory["rows"]),

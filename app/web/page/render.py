@@ -16,6 +16,7 @@ STATE_LABELS = {
     "nuc": "kept: it surprised the model (NuC, novelty under compression)",
     "cap": "kept: a summary of the text looks at it (CaP, catalyst prompt attention)",
     "read": "kept: read after the last compression",
+    "recent": "kept: among the latest text, all that this local (sliding-window) layer can see",
     "dropped": "forgotten",
 }
 # The legend's words for the states a document token can have (sinks are template tokens, never in the text).
@@ -23,6 +24,7 @@ LEGEND_LABELS = {
     "cap": "important to a summary of the text",
     "nuc": "surprising to the model",
     "read": "read after the last compression",
+    "recent": "the latest text, all that a local layer sees",
 }
 LEGEND_NOTE = "The model remembers only the coloured text; grey text was forgotten when the memory was compressed."
 LEGEND_TERMS = (
@@ -220,16 +222,17 @@ def head_shade(count: int, heads: int) -> int:
     return round(_SHADES * count / heads) if heads else 0
 
 
-def legend_html(mode: str, heads: int = 0) -> str:
+def legend_html(mode: str, heads: int = 0, local: bool = False) -> str:
     """The legend in plain words, with the paper's terms in small print. All heads: one step per possible share
-    (3 heads: 0, 33, 67 and 100%)."""
+    (3 heads: 0, 33, 67 and 100%). `local`: the layer shown is a local one, which keeps the latest text."""
     if mode == "all heads":
         steps = range(heads + 1) if 0 < heads <= _SHADES else range(0, _SHADES + 1, 2)
         total = heads if 0 < heads <= _SHADES else _SHADES
         cells = "".join(f'<span class="ip-tok ip-h{head_shade(k, total)}">{100 * k / total:.0f}%</span>' for k in steps)
         note = "The darker the text, the more of the model's attention views remember it; grey: none do."
         return f'<div class="ip-legend">{escape(note)} Share of views: {cells}</div>'
-    cells = "".join(f'<span class="ip-tok ip-{state}">{escape(label)}</span>' for state, label in LEGEND_LABELS.items())
+    labels = {state: label for state, label in LEGEND_LABELS.items() if local or state != "recent"}
+    cells = "".join(f'<span class="ip-tok ip-{state}">{escape(label)}</span>' for state, label in labels.items())
     forgotten = '<span class="ip-tok ip-dropped">forgotten</span>'
     return (
         f'<div class="ip-legend"><b>{escape(LEGEND_NOTE)}</b> {cells} {forgotten}</div>'
@@ -248,10 +251,14 @@ def window_caption(window: dict, quoted: list[int] | None = None) -> str:
         f"Tokens {window['start']:,}-{max(window['start'], window['end'] - 1):,} of {window['total']:,}{where} · "
         f"layer {window['layer']} of {window['layers']}, {head}"
     )
+    local = window.get("local_window")
+    if local:
+        caption += f" · a local layer: it sees only the latest {local:,} tokens, so its memory keeps the newest text"
     if window["mode"] == "one head":
         kept = window["kept"]
+        recent = f"{kept['recent']:,} of the latest text, " if kept.get("recent") else ""
         caption += (
-            f" · its memory holds {window['entries']:,} tokens: {kept['cap']:,} important to a summary, "
+            f" · its memory holds {window['entries']:,} tokens: {recent}{kept['cap']:,} important to a summary, "
             f"{kept['nuc']:,} surprising, {kept['read']:,} read since the last compression, "
             f"{kept['sink']:,} of the chat template kept always"
         )
