@@ -447,6 +447,7 @@ class DocumentService:
             stats.written_answer = verdict.written
             stats.confidence = verdict.confidence
             stats.answered_by = verdict.reason
+            stats.decided_by = verdict.decided_by
             stats.ranked_sentences = [sentence.text for sentence in verdict.ranked]
             stats.ranked_scores = [round(sentence.score, 4) for sentence in verdict.ranked]
             yield piece

@@ -24,7 +24,7 @@ def test_read_ask_summarize_json_contract(capsys, tiny_model_dir, document):
     answer = run_json(capsys, ["ask", first["doc_id"][:8], "What does the fox do?", "--max-new-tokens", "5", "--json"])
     assert list(answer) == [  # docs/cli.md's fields, in its order
         "answer", "seconds", "ttft_seconds", "first_evidence_seconds", "reused_pot", "conversation_id", "answerable",
-        "answer_state", "citations", "answer_entries", "answer_from", "evidence_tokens", "stopped_by",
+        "answer_state", "citations", "answer_entries", "answer_from", "evidence_tokens", "stopped_by", "decided_by",
     ]  # fmt: skip
     assert answer["answer_state"] in ("stated", "closest", "not_found")
     assert answer["answerable"] is (answer["answer_state"] == "stated")

@@ -8,6 +8,7 @@ and a writer run where it should not be fails the test."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from tiny_models import tiny_loaded
@@ -44,8 +45,9 @@ def engine():
 
 def only(weights: dict[str, float], bias: float = 0.0, **kwargs) -> ConfidenceModel:
     """A confidence model that weighs only the features named (the others 0), with or without the writer alike
-    unless `writer_weights` are given; stated at 0.5 with no writer in between unless set."""
-    settings = dict(sure=0.5, unsure=0.5, threshold=0.5) | kwargs
+    unless `writer_weights` are given; stated at 0.5 with no writer in between unless set; for any model (the tiny
+    one's included) unless `fitted_on` says which."""
+    settings = dict(sure=0.5, unsure=0.5, threshold=0.5, fitted_on=None) | kwargs
     writer = settings.pop("writer_weights", weights)
     return ConfidenceModel(
         weights=tuple(weights.get(name, 0.0) for name in FEATURES),
@@ -122,6 +124,21 @@ def test_the_likeliest_candidate_may_be_one_the_judge_ranked_below_the_first(eng
     one = only({"kind": 4.0}, bias=-2.0, candidates=1)
     text, verdict, _ = ask(engine, "How many pages does the manual have?", GroundingConfig(confidence=one), passages)
     assert not verdict.answerable and text.endswith("“The manual is long.”")
+
+
+def test_a_model_the_decision_was_not_fitted_on_is_decided_strictly_and_says_so(engine, monkeypatch):
+    judged(engine, monkeypatch, scores(0.0, -1.5, -1.6, -1.7))
+    likely = math.log(0.7 / 0.3)  # every candidate at probability 0.7
+    fitted = only({}, bias=likely, fitted_on=engine.loaded.identity)
+    text, verdict, stats = ask(engine, config=GroundingConfig(confidence=fitted))
+    assert verdict.answerable and verdict.decided_by == "calibrated" and text == BEST
+    other = only({}, bias=likely, fitted_on="smollm2-135m-instruct-q4_1", strict=0.8)
+    text, verdict, _ = ask(engine, config=GroundingConfig(confidence=other))
+    assert not verdict.answerable and verdict.decided_by == "strict" and verdict.state == "closest"
+    assert ask(engine, config=GroundingConfig(confidence=replace(other, strict=0.65)))[1].answerable
+    assert ConfidenceModel().for_model("smollm2-135m-instruct-q4_1") == ConfidenceModel()
+    strict = ConfidenceModel().for_model("gemma-3-270m-q4_k_m-a5fd3b62230a")
+    assert strict.sure == strict.unsure == strict.threshold == 0.8 and strict.fitted_on is None
 
 
 def test_in_doubt_the_writer_points_at_the_sentence_it_copied_and_its_agreement_is_weighed(engine, monkeypatch):

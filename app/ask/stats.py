@@ -34,6 +34,9 @@ class AskStats(AnswerStats):
     confidence: float | None = None  # the checked answer's probability of holding the answer (answer_confidence)
     # Why the answer is what it is (core.answer.grounded_answer.Verdict.reason): "confident", "unsure", "earlier", ...
     answered_by: str = ""
+    # How a checked answer was decided (core.answer.grounded_answer.Verdict.decided_by): "calibrated" for this
+    # model, "strict" (a model the decision was not fitted on), "learned"; "" when not checked.
+    decided_by: str = ""
 
     @property
     def first_token_seconds(self) -> float | None:

@@ -38,7 +38,7 @@ from infinipot.core.errors import InfiniPotError
 # What `ask --json` reports from the answer's stats under their own names, after its timings (DESIGN.md's contract).
 _ASK_JSON_STATS = (
     "conversation_id", "answerable", "answer_state", "citations", "answer_entries", "answer_from", "evidence_tokens",
-    "stopped_by",
+    "stopped_by", "decided_by",
 )  # fmt: skip
 
 

@@ -47,9 +47,11 @@ SETS = ("answerable", "unanswerable", "followups", "paraphrases")
 FIRST_FOUR = {key for key, doc in DOCUMENTS.items() if doc.paraphrased}
 
 
-def _ask(service, doc_id, question, settings, conversation_id=None, record=False) -> dict:
+def _ask(service, doc_id, question, settings, conversation_id=None, record=False, model="default") -> dict:
     began = time.perf_counter()
-    pieces, stats, _ = service.ask(doc_id, question, settings, conversation_id=conversation_id, record=record)
+    pieces, stats, _ = service.ask(
+        doc_id, question, settings, conversation_id=conversation_id, record=record, model_name=model
+    )
     answer = "".join(pieces).strip()
     return {
         "answer": answer,
@@ -58,6 +60,7 @@ def _ask(service, doc_id, question, settings, conversation_id=None, record=False
         "answer_sentence": stats.answer_sentence,
         "written": stats.written_answer,
         "answered_by": stats.answered_by,
+        "decided_by": stats.decided_by,
         "confidence": stats.confidence,
         "ranked": stats.ranked_sentences,
         "ranked_scores": stats.ranked_scores,
@@ -107,23 +110,28 @@ def answer_all(args, label: str) -> None:
     if "paraphrases" in args.sets:
         work += [("paraphrases", q) for q in load_paraphrases()]
     keys = set(DOCUMENTS) if args.half == "all" else {k for k, d in DOCUMENTS.items() if d.half == args.half}
+    if args.documents:
+        keys &= set(args.documents.split(","))
     work = [(kind, q) for kind, q in work if q["document"] in keys]
     doc_ids: dict[str, str] = {}
     for kind, q in work:
         if (label, kind, q["id"]) in done:
             continue
         if q["document"] not in doc_ids:
-            doc_ids[q["document"]] = service.read(document_path(args.docs, q["document"]), PotConfig()).doc_id
+            doc_ids[q["document"]] = service.read(
+                document_path(args.docs, q["document"]), PotConfig(), args.model
+            ).doc_id
         doc_id = doc_ids[q["document"]]
         record = {"run": label, "set": kind, "id": q["id"], "document": q["document"]}
         if kind == "followups":
-            first = _ask(service, doc_id, q["first"], settings, record=True)
-            follow = _ask(service, doc_id, q["followup"], settings, conversation_id=first["conversation_id"])
-            alone = _ask(service, doc_id, q["standalone"], settings)
+            first = _ask(service, doc_id, q["first"], settings, record=True, model=args.model)
+            conversation = first["conversation_id"]
+            follow = _ask(service, doc_id, q["followup"], settings, conversation_id=conversation, model=args.model)
+            alone = _ask(service, doc_id, q["standalone"], settings, model=args.model)
             record.update(first=first, followup=follow, standalone=alone)
             shown = follow["answer"]
         else:
-            record.update(question=q["question"], **_ask(service, doc_id, q["question"], settings))
+            record.update(question=q["question"], **_ask(service, doc_id, q["question"], settings, model=args.model))
             shown = record["answer"]
         append_jsonl(out, record)
         print(f"{label} {kind} {q['id']}: {shown[:100]!r}", flush=True)
@@ -244,12 +252,15 @@ def main() -> None:
     parser.add_argument("--half", choices=("all", *HALVES), default="all", help="the documents asked (default all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--model", default="default", help="the model read and asked with (a GGUF file, a folder)")
+    parser.add_argument("--documents", help="only these documents (keys, comma-separated)")
     parser.add_argument("--no-learned", action="store_true", help="decide without the learned judge (its ablation)")
     args = parser.parse_args()
     args.sets = [s for s in args.sets.split(",") if s]
     if not args.report_only:
         label = args.style + (f", threshold {args.threshold:g}" if args.threshold is not None else "")
         label += ", learned judge off" if args.no_learned else ""
+        label += f", model {Path(args.model).name}" if args.model != "default" else ""
         answer_all(args, label + (f", {args.note}" if args.note else ""))
     print(report(args).split("## Every answer")[0])
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..grounding import content_words, holds_word, word_keys
 from .answer_sentences import Sentence
@@ -68,6 +68,12 @@ class ConfidenceModel:
     closest: float = 0.35
     # The judge's best sentences that may be the answer (and the one the writer copied from).
     candidates: int = 3
+    # The model whose signals the weights were fitted on (core.model's identity of the bundled model); None: any.
+    # Another model's likelihoods run on scales of their own, so for it `for_model` decides strictly.
+    fitted_on: str | None = "smollm2-135m-instruct-q4_1"
+    # For a model the weights were not fitted on: the likeliest is stated only at this probability, and the writer
+    # is never weighed (a base model writes poorly). Measured with Gemma 3 270M (docs/benchmarks.md).
+    strict: float = 0.8
 
     def __post_init__(self) -> None:
         if len(self.weights) != len(FEATURES):
@@ -83,6 +89,18 @@ class ConfidenceModel:
             raise ValueError(f"closest ({self.closest}) must not exceed the threshold or sure: it is not stated")
         if self.candidates < 1:
             raise ValueError(f"at least one candidate sentence is needed, got {self.candidates}")
+        if not self.closest <= self.strict <= 1.0:
+            raise ValueError(f"the strict threshold must lie between closest ({self.closest}) and 1, got {self.strict}")
+
+    def fitted_for(self, identity: str) -> bool:
+        return self.fitted_on is None or identity == self.fitted_on
+
+    def for_model(self, identity: str) -> ConfidenceModel:
+        """This decision for the model of `identity`: as fitted when fitted on it, else the strict rule (the
+        likeliest stated only at `strict`, the writer never weighed)."""
+        if self.fitted_for(identity):
+            return self
+        return replace(self, sure=self.strict, unsure=self.strict, threshold=self.strict, fitted_on=None)
 
 
 def _question_words(question: str) -> list[str]:

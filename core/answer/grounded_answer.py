@@ -81,6 +81,9 @@ class Verdict:
     kept_written: bool = True  # the written answer was shown (False: the sentence, or the not-found line)
     written: str = ""  # the answer the model wrote: shown ("free" style) or only weighed ("" when not written)
     state: str = "stated"  # one of ANSWER_STATES
+    # how the likeliest was decided: "calibrated" (for this model), "strict" (another model: ConfidenceModel.for_model),
+    # "learned" (the learned judge's head); "" when nothing was decided
+    decided_by: str = ""
     # why the answer is what it is: "confident" (the likeliest candidate reached the threshold), "unsure" (it did
     # not: not found), "earlier" (a follow-up answered with an earlier answer's sentence), "sentence", "free"
     reason: str = ""
@@ -200,10 +203,13 @@ def grounded_answer(
         verdict.answerable, verdict.reason = verdict.sentence is not None, "sentence"
         verdict.state = "stated" if verdict.answerable else "not_found"
     elif head is not None:
+        verdict.decided_by = "learned"
         _learned_verdict(verdict, ranked, blank, question, head, asked, first_carried)
     else:
+        identity = engine.loaded.identity
+        verdict.decided_by = "calibrated" if config.confidence.fitted_for(identity) else "strict"
         _calibrated_verdict(
-            verdict, ranked, no_text, question, config.confidence, asked, first_carried,
+            verdict, ranked, no_text, question, config.confidence.for_model(identity), asked, first_carried,
             lambda: written_answer(
                 engine, pot, question, passages, decoding, stats, history=history, pot_entries=pot_entries,
                 question_first=question_first,
