@@ -59,6 +59,11 @@ class LoadedModel:
         return next(self.model.parameters()).dtype
 
     @property
+    def follows_instructions(self) -> bool:
+        """Whether the model was tuned to chat (its tokenizer has a chat template); a base model continues text."""
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    @property
     def pot_key(self) -> str:
         """The model part of a stored pot's reuse key: the weights and the dtype they run in."""
         return pot_key(self.identity, self.dtype)

@@ -301,13 +301,22 @@ def test_models_lists_and_deletes_converted_models(capsys, tiny_gguf, infinipot_
     folder = infinipot_home / "models" / identity
     capsys.readouterr()  # the conversion's progress bar
     assert main(["models"]) == 0
-    line = capsys.readouterr().out.strip()
+    line, described = capsys.readouterr().out.strip().splitlines()
     size_kb = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1024
     assert line == f"{identity}  {size_kb:,.1f} KB  from {tiny_gguf.resolve()}"
+    # it carries a chat template; the decision was fitted on the bundled model, not on it
+    assert described == "  chat model; answers decided strictly (the decision was fitted on the bundled model)"
 
     assert main(["models", "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)["models"]
     assert listed["name"] == identity and listed["source"] == str(tiny_gguf.resolve()) and listed["disk_bytes"] > 0
+    assert listed["follows_instructions"] is True and listed["decided"] == "strict"
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast"}))
+    for template in folder.glob("chat_template.*"):
+        template.unlink()
+    capsys.readouterr()
+    assert main(["models"]) == 0
+    assert "base model (no chat template): it writes poorly" in capsys.readouterr().out
 
     heads = RetrievalHeadsShelf(infinipot_home).stored_path(identity)  # its calibration, kept beside the models
     heads.parent.mkdir(parents=True)

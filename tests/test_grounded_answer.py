@@ -25,9 +25,11 @@ from infinipot.core.answer.answer_confidence import (
     sentence_features,
 )
 from infinipot.core.answer.answer_sentences import Sentence, ranked_sentences, split_sentences
+from infinipot.core.answer.answer_words import BASE_MODEL_WROTE
 from infinipot.core.answer.grounded_answer import CLOSEST_WORDS, NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
+from infinipot.core.model import LoadedModel
 from infinipot.core.prompts import encode
 
 PASSAGES = [
@@ -287,6 +289,10 @@ def test_the_sentence_style_answers_with_the_sentence_and_free_with_the_written_
     # Without passages (the pot holds the whole document) the model's answer is not checked either.
     text, verdict, _ = ask(engine, passages=[])
     assert text == "It is the GPL." and verdict.reason == "free"
+    # A base model's writing says so (it continues text rather than following the request).
+    monkeypatch.setattr(LoadedModel, "follows_instructions", property(lambda self: False))
+    text, _, _ = ask(engine, config=GroundingConfig(style="free"))
+    assert text == f"It is the GPL.\n\n{BASE_MODEL_WROTE}"
 
 
 def test_grounding_settings_are_checked():

@@ -263,7 +263,7 @@ def _print_listing(documents: list[dict]) -> None:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from infinipot.app.library.converted_models import converted_models, delete_converted_model
+    from infinipot.app.library.converted_models import converted_models, delete_converted_model, describe
     from infinipot.storage.paths import data_home
 
     if args.delete is not None:
@@ -277,7 +277,8 @@ def _models(args: argparse.Namespace) -> int:
     if not models:
         print("no converted models yet (a GGUF file given to --model is converted on first use)")
     for model in models:
-        print(f"{model.name}  {_size(model.disk_bytes)}" + (f"  from {model.source}" if model.source else ""))
+        source = f"  from {model.source}" if model.source else ""
+        print(f"{model.name}  {_size(model.disk_bytes)}{source}\n  {describe(model)}")
     return 0
 
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf
+from infinipot.core.answer.answer_confidence import ConfidenceModel
 from infinipot.core.errors import ModelError
 from infinipot.core.gguf_models import SOURCE_RECORD, is_converted, models_folders
 
@@ -19,6 +20,12 @@ class ConvertedModel:
     folder: Path
     disk_bytes: int
     source: str | None  # the GGUF file it was converted from, when its conversion recorded one
+    # Tuned to chat (its tokenizer has a chat template); a base model's own writing reads poorly, and its checked
+    # answers are what it is for.
+    follows_instructions: bool = True
+    # How its checked answers are decided: "calibrated" (the decision was fitted on its signals) or "strict"
+    # (core.answer.answer_confidence.ConfidenceModel.for_model).
+    decided: str = "calibrated"
 
     def as_json(self) -> dict:
         return {**asdict(self), "folder": str(self.folder)}
@@ -33,7 +40,14 @@ def converted_models(home: Path) -> list[ConvertedModel]:
         for folder in sorted(models.iterdir()):
             if folder.name.startswith(".") or folder.name in found or not is_converted(folder):
                 continue
-            found[folder.name] = ConvertedModel(folder.name, folder, _disk_bytes(folder), _source(folder))
+            found[folder.name] = ConvertedModel(
+                folder.name,
+                folder,
+                _disk_bytes(folder),
+                _source(folder),
+                _has_chat_template(folder),
+                "calibrated" if ConfidenceModel().fitted_for(folder.name) else "strict",
+            )
     return sorted(found.values(), key=lambda model: model.name)
 
 
@@ -51,6 +65,27 @@ def delete_converted_model(home: Path, name: str) -> ConvertedModel:
 
 def _disk_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def _has_chat_template(folder: Path) -> bool:
+    """Whether the converted tokenizer carries a chat template (in its config, or a file of its own)."""
+    if any((folder / name).is_file() for name in ("chat_template.jinja", "chat_template.json")):
+        return True
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and bool(config.get("chat_template"))
+
+
+def describe(model: ConvertedModel) -> str:
+    """What a person needs to know of a model beyond its size: chat or base, and how its answers are decided."""
+    kind = "chat model" if model.follows_instructions else "base model (no chat template): it writes poorly"
+    decided = {
+        "calibrated": "answers decided as calibrated for it",
+        "strict": "answers decided strictly (the decision was fitted on the bundled model)",
+    }[model.decided]
+    return f"{kind}; {decided}"
 
 
 def _source(folder: Path) -> str | None:

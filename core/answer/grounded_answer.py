@@ -34,7 +34,7 @@ from ..engine import AnswerStats, Engine
 from ..grounding import holds_any_form, word_keys
 from .answer_confidence import AskedAbout, ConfidenceModel, likeliest
 from .answer_sentences import Sentence, judged_in_detail, judged_sentences
-from .answer_words import NOT_ANSWERED, SEEMS_TO_ANSWER
+from .answer_words import BASE_MODEL_WROTE, NOT_ANSWERED, SEEMS_TO_ANSWER
 from .learned_judge import JudgeHead, head_for, learned_likeliest
 from .question_kind import holds_kind, question_kind
 from .written_answer import written_answer
@@ -105,8 +105,9 @@ def earlier_fact(
 
 
 def _written(engine, pot, question, passages, decoding, stats, history, pot_entries, question_first) -> Iterator[str]:
-    """The model's own answer from the passages read after the pot ("free" style)."""
-    return engine.answer(
+    """The model's own answer from the passages read after the pot ("free" style); a base model's is followed by
+    a sentence saying so (BASE_MODEL_WROTE)."""
+    yield from engine.answer(
         pot,
         question,
         decoding,
@@ -116,6 +117,8 @@ def _written(engine, pot, question, passages, decoding, stats, history, pot_entr
         question_first=question_first,
         history=history,
     )
+    if not engine.loaded.follows_instructions:
+        yield f"\n\n{BASE_MODEL_WROTE}"
 
 
 # Words of the closest sentence quoted in a not-found answer: a table or listing taken for one sentence would
