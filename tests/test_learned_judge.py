@@ -138,7 +138,9 @@ def test_without_a_head_for_the_model_the_calibrated_decision_decides(engine, mo
     assert head_for(engine.loaded.identity, engine.model.config.hidden_size) is None
     verdict, stats = Verdict(), AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in PASSAGES]
-    config = GroundingConfig(confidence=ConfidenceModel(sure=0.0, unsure=0.0, threshold=0.0, closest=0.0, fitted_on=None))
+    config = GroundingConfig(
+        confidence=ConfidenceModel(sure=0.0, unsure=0.0, threshold=0.0, closest=0.0, fitted_on=None)
+    )
     text = "".join(grounded_answer(engine, None, QUESTION, ids, None, stats, config, verdict))
     assert verdict.state == "stated" and text == verdict.sentence.text
     assert all(s.judgement is None for s in verdict.ranked)  # judged without the detail a head reads

@@ -180,10 +180,13 @@ def test_evidence_answers_cite_and_quote_the_passage_they_read(infinipot_home, n
         assert quote in split_sentences(citations[0]["snippet"])
         # Stated, the sentence is the answer, shown as the quote with its page; not found, the answer says so and
         # quotes it. Either way it is shown once (and in the hover text of the Sources line).
-        content = answer["content"].split("*Sources:")[0]
+        content = re.split(r"\*(?:Sources|Closest passages):", answer["content"])[0]
         assert content.count(quote) == 1
         if record["meta"]["answerable"]:
             assert content.startswith(f"> **page {NEEDLE_PAGE}** “{quote}”")
+        elif record["meta"]["answer_state"] == "closest":
+            assert content.startswith(f"**The passage that seems to answer:** “{quote}”")
+            assert "Closest passages: " in answer["content"]
         else:
             assert content.startswith("**No direct answer found in the document.** The closest passage:")
             assert "Closest passages: " in content and f"> **page {NEEDLE_PAGE}**" not in content

@@ -115,7 +115,7 @@ def chat_message(
     if stopped:
         content = (content or "").rstrip() + STOPPED_MARK
     if role == "assistant" and not answerable and content.startswith(SEEMS_TO_ANSWER):  # the words before the quote
-        content = f"**{SEEMS_TO_ANSWER}**{content[len(SEEMS_TO_ANSWER):]}"
+        content = f"**{SEEMS_TO_ANSWER}**{content[len(SEEMS_TO_ANSWER) :]}"
     elif role == "assistant" and not answerable:  # its first sentence says so, in bold
         lead, stop, rest = content.partition(". ")
         content = f"**{lead}.**{' ' + rest if rest else ''}" if stop else f"**{content}**"
