@@ -22,7 +22,8 @@ def read_two(engine: Engine, lengths=(300, 260)):
 
 def pre_rope_keys(model, pot, layer: int) -> torch.Tensor:
     """Keys of one layer with their rotation undone: (H_kv, n, D), independent of positions."""
-    cos, sin = hf_adapter.rotary_cos_sin(model, pot.positions[layer])  # (H_kv, n, rot)
+    kind = hf_adapter.rotary_kinds(model)[layer]  # Gemma 3's local and global layers rotate with their own bases
+    cos, sin = hf_adapter.rotary_cos_sin(model, pot.positions[layer], kind)  # (H_kv, n, rot)
     return unapply_rotary(pot.keys[layer][0].float(), cos, sin)
 
 
@@ -52,8 +53,9 @@ def test_merged_pot_stays_within_the_bound_and_holds_both_documents(arch):
     assert sum(entries_per_document(merged, 2)) == merged.entries
 
 
-def test_every_merged_entry_is_exactly_its_source_entry_moved_to_its_new_position():
-    engine = Engine(tiny_loaded("llama"), CONFIG)
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_every_merged_entry_is_exactly_its_source_entry_moved_to_its_new_position(arch):
+    engine = Engine(tiny_loaded(arch), CONFIG)
     pots = read_two(engine)
     merged = merge_pots(engine.model, pots, CONFIG, engine.catalyst_ids)
     source, _ = document_positions(merged)
