@@ -122,13 +122,14 @@ def answer_args(**changes) -> list:
 
 
 def _always_writing(settings):
-    """Answer settings whose checked answer always runs its writer (every confidence in the writer's band)."""
+    """Answer settings whose checked answer always runs its writer (every confidence in the writer's band), on any
+    model (the tiny ones included: the calibrated decision, not the strict one for models it was not fitted on)."""
     from dataclasses import replace
 
     from infinipot.app.ask.modes import AnswerSettings
 
     settings = settings or AnswerSettings()
-    confidence = replace(settings.grounding.confidence, sure=1.0, unsure=0.0)
+    confidence = replace(settings.grounding.confidence, sure=1.0, unsure=0.0, fitted_on=None)
     return replace(settings, grounding=replace(settings.grounding, confidence=confidence))
 
 
