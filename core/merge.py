@@ -110,13 +110,17 @@ def _append(model, merged: Pot | None, pot: Pot, index: int, start: int, stop: i
     new_positions = positions + shift
     keys = [k[:, :, start:stop] for k in pot.keys]  # per layer (1, H_kv, t, D)
     if shift:
-        kinds = hf_adapter.rotary_kinds(model)
-        moved = []
-        for layer, (k, kind) in enumerate(zip(keys, kinds, strict=True)):
-            old = hf_adapter.rotary_cos_sin(model, positions[layer], kind)  # (H_kv, t, rot) each
-            new = hf_adapter.rotary_cos_sin(model, new_positions[layer], kind)
-            moved.append(reposition_keys(k, (old[0][None], old[1][None]), (new[0][None], new[1][None])))
-        keys = moved
+        kinds = hf_adapter.rotary_kinds(model)  # one cos/sin pair per rotary kind, for every layer's positions
+        old = {kind: hf_adapter.rotary_cos_sin(model, positions, kind) for kind in set(kinds)}  # (L, H_kv, t, rot)
+        new = {kind: hf_adapter.rotary_cos_sin(model, new_positions, kind) for kind in set(kinds)}
+        keys = [
+            reposition_keys(
+                k,
+                (old[kind][0][i][None], old[kind][1][i][None]),
+                (new[kind][0][i][None], new[kind][1][i][None]),
+            )
+            for i, (k, kind) in enumerate(zip(keys, kinds, strict=True))
+        ]
     values = [v[:, :, start:stop] for v in pot.values]
     chunk = {name: getattr(pot, name)[..., start:stop] for name in _PROVENANCE}  # each (L, H_kv, t)
     chunk["positions"] = new_positions

@@ -74,10 +74,10 @@ def keep_newest_in_layers(
     if not layers:
         return idx, reasons
     _, heads, keep = idx.shape
-    n = entries
     idx, reasons = idx.clone(), reasons.clone()
     fixed = sinks or 0
-    newest = torch.cat([torch.arange(fixed, device=idx.device), torch.arange(n - keep + fixed, n, device=idx.device)])
+    newest = torch.arange(entries - keep + fixed, entries, device=idx.device)
+    newest = torch.cat([torch.arange(fixed, device=idx.device), newest])  # (keep,)
     reason = torch.full((keep,), KEPT_RECENT, dtype=reasons.dtype, device=reasons.device)
     reason[:fixed] = KEPT_SINK
     idx[layers] = newest.expand(len(layers), heads, keep)
