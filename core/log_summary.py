@@ -185,6 +185,33 @@ def _span(first: datetime, last: datetime) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
 
 
+# Ids that say nothing of what happened: a request, trace or span id ("req-28f82e74").
+_REQUEST_ID = re.compile(r"\b(?:req|request|trace|span|corr|txn)[-_:]?[0-9a-f]{6,}\b\s*", re.IGNORECASE)
+# A host name leading a message ("shop-prod-03 ..."): the log's, said once in its summary.
+_HOST = re.compile(r"^[a-z][a-z0-9.-]*-\d+\s+")
+# An incident names at most this many of its distinct messages, each cut to this many characters.
+INCIDENT_MESSAGES = 3
+INCIDENT_MESSAGE_CHARS = 110
+
+
+def plain_message(line: LogLine) -> str:
+    """A line's message as a person reads it: without its "[source]" lead (the incident names it) and its
+    request ids, cut at INCIDENT_MESSAGE_CHARS."""
+    text = _HOST.sub("", _REQUEST_ID.sub("", re.sub(r"^\[[^\]]+\]\s*", "", line.message)).strip())
+    return text if len(text) <= INCIDENT_MESSAGE_CHARS else text[: INCIDENT_MESSAGE_CHARS - 1].rstrip() + "…"
+
+
+def what_happened(burst: Burst) -> list[str]:
+    """The incident's distinct messages, errors first, then in time order: what happened."""
+    distinct: dict[str, LogLine] = {}
+    for line in burst.lines:
+        key = signature(line)
+        if not any(_alike(known, key) for known in distinct):
+            distinct[key] = line
+    ordered = sorted(distinct.values(), key=lambda line: (line.level != "ERROR", line.number))
+    return [plain_message(line) for line in ordered[:INCIDENT_MESSAGES]]
+
+
 def log_summary_text(summary: LogSummary, most_messages: int = 8, most_bursts: int = 6) -> tuple[str, list[dict]]:
     """The summary as text and as parts ({"title", "line", "points"}) for the outline: the span and levels, the
     errors and warnings, the incidents."""
@@ -221,9 +248,13 @@ def log_summary_text(summary: LogSummary, most_messages: int = 8, most_bursts: i
             start, end = burst.lines[0], burst.lines[-1]
             window = _clock(start.time) if start is end else f"{_clock(start.time)} to {_clock(end.time)}"
             lines = f"line {start.number:,}" if start is end else f"lines {start.number:,}-{end.number:,}"
-            sources = ", ".join(burst.sources[:3])
+            where = ", ".join(source for source in burst.sources[:3] if source)
             count = len(burst.lines)
-            points.append(f"{window}: {count} warning or error line{'s' * (count > 1)} ({sources}; {lines})")
+            said = "; ".join(what_happened(burst))
+            points.append(
+                f"{window}{f', {where}' if where else ''}: {said} ({count} warning or error line{'s' * (count > 1)}; "
+                f"{lines})"
+            )
         parts.append({"title": "Incidents in time order", "line": incidents[0].lines[0].number, "points": points})
     text = lead
     for part in parts:

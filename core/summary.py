@@ -41,6 +41,15 @@ from .engine import AnswerStats, Engine
 from .errors import PotTooSmallError
 from .grounding import unsupported_words
 from .pot import Pot
+from .summary_opening import (
+    is_furniture,
+    is_notice,
+    is_whole,
+    leans_on_context,
+    opening_sentences,
+    prose_sentences,
+    says_what_it_is,
+)
 
 SUMMARY_STYLES = ("outline", "extractive", "written")
 # A sentence that can be a main point: this many words at least (headings, table rows and page furniture are
@@ -374,17 +383,22 @@ def outline_parts(outline: list[OutlineEntry], document_tokens: int, most: int) 
     return parts
 
 
-def _after_heading(text: str) -> str:
-    """A part's text without its heading's line (the heading is the part's title already)."""
+def _after_heading(text: str, title: str) -> str:
+    """A part's text without its heading's line (the heading is the part's title already): the first line when it
+    holds the title or is a heading's furniture, not when it is the part's first line of prose."""
     head, newline, rest = text.partition("\n")
-    return rest if newline and len(head.split()) <= 16 else text
+    if newline and (" ".join(title.split()) in " ".join(head.split()) or is_furniture(head)):
+        return rest
+    return text
 
 
-def _first_point(engine: Engine, fetch, start: int, end: int, skip: set[str], window: int = 384) -> str:
-    """The first statement-like sentence of the document's tokens [start, min(end, start + window)), its heading's
-    line left out."""
-    text = _after_heading(engine.tokenizer.decode(list(fetch(start, min(end, start + window)))))
-    return next((s for s in split_sentences(text) if is_point(s) and s not in skip), "")
+def _first_point(engine: Engine, fetch, head: OutlineEntry, end: int, skip: set[str], window: int = 384) -> str:
+    """The first statement-like sentence of the part's first `window` tokens, its heading's line left out."""
+    text = _after_heading(engine.tokenizer.decode(list(fetch(head.token, min(end, head.token + window)))), head.title)
+    sentences = [s for paragraph in prose_sentences(text) for s in paragraph]
+    return next(
+        (s for s in sentences if is_point(s) and not already_said(s, skip) and is_whole(s) and not is_notice(s)), ""
+    )
 
 
 # Lower-case content words: what a part says about things; names recur in filler too ("Wim Jansen said that the
@@ -400,11 +414,43 @@ _COMMON = frozenset(
 )
 
 
-def central_sentences(texts: list[str], skip: set[str]) -> list[str]:
+def _can_sum_up(sentence: str, said: set[str]) -> bool:
+    """Whether a sentence can say what a part is about: a whole statement, not said already, neither a notice nor
+    a side remark."""
+    if not is_point(sentence) or already_said(sentence, said) or not is_whole(sentence):
+        return False
+    return not (is_notice(sentence) or leans_on_context(sentence))
+
+
+def already_said(sentence: str, said: set[str]) -> bool:
+    """Whether a sentence, or a longer one holding it, was said already (a sentence cut at its clauses in one
+    stretch of text is whole in another)."""
+    return sentence in said or any(sentence in other for other in said)
+
+
+def _stem(word: str) -> str:
+    """A word without its common ending ("running", "runs" and "run" alike; "handling" and "handles")."""
+    for ending in ("ing", "ed", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            word = word[: -len(ending)]
+            break
+    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+        word = word[:-1]
+    return word[:6]
+
+
+def _stems(text: str) -> set[str]:
+    """A text's content words, stemmed."""
+    return {_stem(word) for word in _CONTENT_WORD.findall(text.lower()) if word not in _COMMON}
+
+
+def central_sentences(texts: list[str], skip: set[str], titles: list[str] | None = None) -> list[str]:
     """For each part's text, its statement-like sentence most central by the part's own words: the sum, over its
     distinct content words, of how often the part uses each against how many parts use it (tf-idf), over the
-    square root of its length. A story's chapter is told by the sentence with its own names and things ("The
-    Kessring lifeboat, the Constance, went out three times before dawn."), not by the coast's weather."""
+    square root of its length, raised for each word of the part's title (and its sections' titles) it uses. A
+    story's chapter is told by the sentence with its own names and things ("The Kessring lifeboat, the Constance,
+    went out three times before dawn."), not by the coast's weather. Side remarks ("Secondarily, ...") and notices
+    are never chosen."""
     counts = []
     for text in texts:
         words: dict[str, int] = {}
@@ -418,13 +464,15 @@ def central_sentences(texts: list[str], skip: set[str]) -> list[str]:
             parts_using[word] = parts_using.get(word, 0) + 1
     n = len(texts)
     chosen = []
-    for text, words in zip(texts, counts, strict=True):
+    for k, (text, words) in enumerate(zip(texts, counts, strict=True)):
+        title = _stems(titles[k]) if titles else set()
         best, best_score = "", 0.0
-        for sentence in split_sentences(text):
-            if not is_point(sentence) or sentence in skip:
+        for sentence in (s for paragraph in prose_sentences(text) for s in paragraph):
+            if not _can_sum_up(sentence, skip):
                 continue
             own = {w for w in _CONTENT_WORD.findall(sentence) if w not in _COMMON}
             score = sum(words.get(w, 0) * math.log((n + 1) / parts_using.get(w, n)) for w in own)
+            score *= 1 + len(title & _stems(sentence))
             score /= math.sqrt(len(sentence.split()))
             if score > best_score:
                 best, best_score = sentence, score
@@ -441,12 +489,16 @@ def _central_point(
         first = bucket.index * size
         if start + size <= first < end:
             text = engine.tokenizer.decode(list(fetch(max(start, first - size), min(end, first + 2 * size))))
-            sentence = next((s for s in split_sentences(text) if is_point(s) and s not in skip), "")
+            sentences = (s for paragraph in prose_sentences(text) for s in paragraph)
+            sentence = next((s for s in sentences if _can_sum_up(s, skip)), "")
             if sentence:
                 return sentence
     return ""
 
 
+# Tokens of the document's start searched for the sentences that say what it is (a manual's title page, licence
+# notice and table of contents come first).
+OPENING_WINDOW = 2048
 # Tokens of a part read for its central sentence: a long chapter is judged by its first 6K tokens.
 CENTRAL_TOKENS = 6144
 # Headings of a book's apparatus, not of its matter: no part of a summary.
@@ -513,8 +565,9 @@ def outline_summary(
     locate = locate or (lambda token: "")
     if on_part is not None:
         on_part(1, 2)
-    opening = list(fetch(0, min(config.opening_tokens, document_tokens))) if document_tokens else []
-    lead = checked_lead(engine, opening, config.lead_question, part_decoding_for(config, decoding)) if opening else ""
+    opening = list(fetch(0, min(OPENING_WINDOW, document_tokens))) if document_tokens else []
+    lead_sentences = opening_sentences(engine.tokenizer.decode(opening, skip_special_tokens=True), is_point)
+    lead = " ".join(lead_sentences)
     if on_part is not None:
         on_part(2, 2)
     size = config.spans().bucket_tokens
@@ -532,23 +585,28 @@ def outline_summary(
             for k, start in enumerate(range(0, document_tokens, step))
         ]
         chapters = True  # a text without headings is read as a story is: its stretches and its names
-    seen = {lead}
-    firsts = [_first_point(engine, fetch, head.token, end, seen) for head, end, _ in chosen]
+    seen = {lead, *lead_sentences}
+    firsts = [_first_point(engine, fetch, head, end, seen) for head, end, _ in chosen]
     seen |= set(firsts)
     # The part's own words pick its central sentence (over at most CENTRAL_TOKENS of it); where they find none,
     # the sentence the pot's catalyst ranks best.
     texts = [
-        _after_heading(engine.tokenizer.decode(list(fetch(head.token, min(end, head.token + CENTRAL_TOKENS)))))
+        _after_heading(
+            engine.tokenizer.decode(list(fetch(head.token, min(end, head.token + CENTRAL_TOKENS)))), head.title
+        )
         for head, end, _ in chosen
     ]
-    centrals = central_sentences(texts, seen)
+    titles = [" ".join([head.title, *(section.title for section in sections)]) for head, _, sections in chosen]
+    centrals = central_sentences(texts, seen, titles)
     parts: list[Part] = []
     for (head, end, sections), first, central in zip(chosen, firsts, centrals, strict=True):
-        if not central:
-            central = _central_point(engine, fetch, buckets, head.token, end, seen, size)
-        points = [first] if first else []
-        if central and not (first and (central in first or first in central)):
-            points.append(central)
+        # One sentence says what the part is about: its first when that one names it ("This chapter describes
+        # ...") or the part's subject (its title's words), else its central one, else its first, else the one the
+        # pot's catalyst ranks best.
+        names_subject = bool(first) and bool(_stems(head.title) & _stems(first))
+        point = first if first and (says_what_it_is(first, at_start=True) or names_subject or not central) else central
+        point = point or _central_point(engine, fetch, buckets, head.token, end, seen, size)
+        points = [point] if point else []
         seen.update(points)
         titles = tuple(section.title for section in sections[: config.sections])
         parts.append(Part(head.title, head.token, locate(head.token), tuple(points), titles))

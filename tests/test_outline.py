@@ -153,9 +153,29 @@ def test_a_logs_summary_counts_its_levels_its_distinct_errors_and_its_bursts():
     text, parts = log_summary_text(summary)
     assert text.startswith("A log of 7 timestamped lines from 2024-11-14 06:00:00 to 23:59:00 (17 h 59 min)")
     assert "(2 times, 13:30:40 to 13:31:40; line 3)" in text
-    assert "- 13:30:40 to 13:33:00: 3 warning or error lines (payment; lines 3-5)" in text
+    # An incident says when, where and what happened: its distinct messages, errors first, without request ids.
+    assert (
+        "- 13:30:40 to 13:33:00, payment: host PAY-4097 timeout after 8000ms (attempt=1/3); host circuit breaker OPEN"
+        " (3 warning or error lines; lines 3-5)"
+    ) in text
     assert "18:54" not in parts[1]["points"][0]  # a lone warning is no incident
     assert [part["title"] for part in parts] == ["Errors and warnings", "Incidents in time order"]
+
+
+def test_an_incident_of_lines_without_a_source_says_what_happened_and_no_empty_place():
+    lines = [
+        "2024-11-14 22:50:00 INFO nightly export started",
+        "2024-11-14 22:58:40 ERROR export-7 write to /srv/export failed: No space left on device",
+        "2024-11-14 22:58:44 WARN export-7 retrying in 30 s",
+        "2024-11-14 23:10:00 INFO nightly export finished",
+    ]
+    text, parts = log_summary_text(summarize_log(lines))
+    incident = parts[-1]["points"][0]
+    assert incident == (
+        "22:58:40 to 22:58:44: write to /srv/export failed: No space left on device; retrying in 30 s "
+        "(2 warning or error lines; lines 2-3)"
+    )
+    assert "(;" not in text
 
 
 def test_syslog_lines_without_levels_count_a_reported_failure_as_a_warning():
