@@ -383,7 +383,8 @@ class DocumentService:
         def looking(candidates: list) -> None:
             stats.first_evidence_seconds = time.perf_counter() - asked
             cited = [c.as_json() for c in evidence.span_citations(self.library, stored, candidates)]
-            tell(AskStage("looking", f"checking {passages(len(candidates))}", looked_at(cited, question)))
+            stats.looked_at = looked_at(cited, question)
+            tell(AskStage("looking", f"checking {passages(len(candidates))}", stats.looked_at))
 
         sought = follow_up_query(question, history)
         spans, warnings = evidence.gather_evidence(
@@ -398,8 +399,8 @@ class DocumentService:
         if spans:
             likeliest = spans[-1] if settings.evidence.order == "likelihood" else max(spans, key=lambda s: s.score)
             read = next(c for c in stats.citations if c["token"] == likeliest.start)  # cited above: no second load
-            shown = looked_at([read], question)
-            tell(AskStage("weighing", f"weighing the sentences of {passages(len(to_read))}", shown))
+            stats.looked_at = looked_at([read], question)
+            tell(AskStage("weighing", f"weighing the sentences of {passages(len(to_read))}", stats.looked_at))
         return self._checked(stored, question, to_read, settings, stats, history, carried or [], names, tell)
 
     def _checked(
@@ -603,7 +604,7 @@ class DocumentService:
             raise DocumentNotFound("no document has been read yet (see `infinipot read`)")
         stats = LibraryStats(answer_from="evidence")
         loaded = self.library.models.get("default")
-        answering, read = library.gather_library_evidence(
+        answering, read, others = library.gather_library_evidence(
             self.library,
             self.open_pot,
             records,
@@ -618,20 +619,96 @@ class DocumentService:
         if answering is None:
             stats.answerable, stats.answer_state = False, "not_found"
             return library.nothing_matches(len(records)), stats
+        names = {record.id: record.name for record in records}
         hold = self._hold(answering)
         try:
-            names = {record.id: record.name for record in records}
-            stats.citations = library.library_citations(self.library, answering, read, names)
-            stats.evidence_tokens = sum(len(c.span.ids) for c in read)
-            passages = [list(c.span.ids) for c in read]
-            most = settings.grounding.rare_name_mentions
-            rare = self._rare_in_all(dict.fromkeys(c.doc_id for c in read), question, most)
-            pieces = self._checked(answering, question, passages, settings, stats, [], names=rare)
+            pieces = self._library_answer(answering, read, question, settings, stats, names)
+            if others:
+                pieces = self._named_answers(answering, pieces, stats, others, question, settings, names, loaded)
         except BaseException:
             hold.release()
             raise
-        answer = cited_answer(self.library, pieces, stats, answering, question)
-        return HeldStream(answer, hold, after=return_freed_memory), stats
+        return HeldStream(pieces, hold, after=return_freed_memory), stats
+
+    def _library_answer(
+        self,
+        stored: StoredPot,
+        read: list,
+        question: str,
+        settings: AnswerSettings,
+        stats: AskStats,
+        names: dict[str, str],
+    ) -> Iterator[str]:
+        """The answer from the library candidates `read`, checked as for one document, its citations naming their
+        documents."""
+        stats.citations = library.library_citations(self.library, stored, read, names)
+        stats.evidence_tokens = sum(len(c.span.ids) for c in read)
+        passages = [list(c.span.ids) for c in read]
+        most = settings.grounding.rare_name_mentions
+        rare = self._rare_in_all(dict.fromkeys(c.doc_id for c in read), question, most)
+        pieces = self._checked(stored, question, passages, settings, stats, [], names=rare)
+        return cited_answer(self.library, pieces, stats, stored, question)
+
+    def _named_answers(
+        self,
+        answering: StoredPot,
+        first: Iterator[str],
+        stats: LibraryStats,
+        others: list[library.CloseDocument],
+        question: str,
+        settings: AnswerSettings,
+        names: dict[str, str],
+        loaded: LoadedModel,
+    ) -> Iterator[str]:
+        """The first document's answer and, when it states one, each close document's own (library.named_answers):
+        when others state one too, one line per document that does, naming it and its place, with its sentence;
+        else the first's answer as it is. Given whole once every document has answered."""
+        text = "".join(first)
+        if stats.answer_state != "stated":  # the others are named only beside the first (library.named_answers)
+            yield text
+            return
+        answers = [_document_answer(stats, text, answering.doc_id, names)]
+        for other in others:  # one pot at a time: each is let go before the next is loaded
+            stored = self.open_pot(other.doc_id)
+            own = LibraryStats(answer_from="evidence")
+            hold = self._hold(stored)
+            try:
+                evidence, tokens = settings.evidence, settings.decoding.max_new_tokens
+                read = library.document_candidates(
+                    self.library, stored, other.words, loaded, question, evidence, tokens, own
+                )
+                said = "".join(self._library_answer(stored, read, question, settings, own, names)) if read else ""
+            finally:
+                hold.release()
+            stats.warnings += own.warnings
+            stats.documents_pointed += own.documents_pointed
+            stats.candidates += len(read)
+            stats.evidence_tokens += own.evidence_tokens
+            if read:
+                answers.append(_document_answer(own, said, stored.doc_id, names))
+            del stored
+        stats.answers = [answer.as_json() for answer in answers]
+        named = library.named_answers(answers)
+        if not named:
+            yield text
+            return
+        stats.citations[:] = library.named_citations(named)  # in place: callers may hold the list
+        stats.answerable, stats.answer_state, stats.answered_by = True, "stated", named[0].reason
+        stats.answer_sentence = ""
+        yield "\n".join(library.named_line(answer) for answer in named)
+
+
+def _document_answer(stats: AskStats, text: str, doc_id: str, names: dict[str, str]) -> library.DocumentAnswer:
+    """One document's own answer to a library question, from its stats once it is complete."""
+    return library.DocumentAnswer(
+        doc_id=doc_id,
+        name=names.get(doc_id, doc_id),
+        text=text.strip(),
+        state=stats.answer_state or ("stated" if stats.answerable else "not_found"),
+        sentence=stats.answer_sentence or "",
+        citations=[c for c in stats.citations if c.get("doc_id", doc_id) == doc_id] or list(stats.citations),
+        reason=stats.answered_by or "",
+    )
 
 
 def _never() -> bool:

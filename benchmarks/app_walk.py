@@ -494,7 +494,7 @@ def kept_view(walk: Walk, name: str, prefix: str) -> None:
     walk.shot(f"{prefix}-kept-tab", f"the whole 'What the model kept' tab of {name}", full=True)
     walk.log_text("legend", ".ip-legend")
     body = walk.driver.find_element(By.TAG_NAME, "body").text.splitlines()
-    captions = [line for line in body if "Process memory:" in line or "memory samples" in line]
+    captions = [line for line in body if "whole memory" in line or "no record of" in line]
     walk.log.text("memory caption", " ".join(captions) or "(not found)")
 
 
@@ -502,7 +502,7 @@ def plots_or_none(walk: Walk) -> bool:
     """Both memory plots drawn, or the caption of a read without samples (the plots are hidden since issue 33)."""
     if len(walk.driver.find_elements(By.CSS_SELECTOR, "canvas, svg.marks")) >= 2:
         return True
-    return "No memory samples" in walk.driver.find_element(By.TAG_NAME, "body").text
+    return "no record of memory" in walk.driver.find_element(By.TAG_NAME, "body").text
 
 
 def item04_sources(walk: Walk) -> None:

@@ -194,11 +194,13 @@ INCIDENT_MESSAGES = 3
 INCIDENT_MESSAGE_CHARS = 110
 
 
-def plain_message(line: LogLine) -> str:
-    """A line's message as a person reads it: without its "[source]" lead (the incident names it) and its
-    request ids, cut at INCIDENT_MESSAGE_CHARS."""
+def plain_message(line: LogLine, most_chars: int | None = INCIDENT_MESSAGE_CHARS) -> str:
+    """A line's message as a person reads it: without its "[source]" lead (said apart) and its host and request
+    ids, cut at `most_chars` (None: whole)."""
     text = _HOST.sub("", _REQUEST_ID.sub("", re.sub(r"^\[[^\]]+\]\s*", "", line.message)).strip())
-    return text if len(text) <= INCIDENT_MESSAGE_CHARS else text[: INCIDENT_MESSAGE_CHARS - 1].rstrip() + "…"
+    if most_chars is None or len(text) <= most_chars:
+        return text
+    return text[: most_chars - 1].rstrip() + "…"
 
 
 def what_happened(burst: Burst) -> list[str]:
@@ -233,7 +235,9 @@ def log_summary_text(summary: LogSummary, most_messages: int = 8, most_bursts: i
             when = _clock(message.first.time)
             if message.count > 1:
                 when = f"{message.count} times, {when} to {_clock(message.last.time)}"
-            points.append(f"{message.level} {message.first.message} ({when}; line {message.first.number:,})")
+            where = f"{message.source}: " if message.source else ""
+            said = plain_message(message.first, most_chars=None)
+            points.append(f"{message.level} {where}{said} ({when}; line {message.first.number:,})")
         more = len(summary.messages) - len(shown)
         if more > 0:
             points.append(f"... and {more} more distinct warnings and errors")

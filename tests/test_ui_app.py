@@ -17,6 +17,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 from infinipot.app.web.kept_view import STATES  # noqa: E402
 from infinipot.app.web.page.handlers import SETTING_NAMES  # noqa: E402
+from infinipot.app.web.page.sources import folded_summary  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a Gradio server
 
@@ -120,10 +121,12 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         kept = workspace.service.library.files.load_summary(doc_id)
         summary = kept["summary"] or "(the model gave an empty summary)"
         assert status.startswith("Summary made")
-        assert [message_text(m) for m in chat[-2:]] == ["Summarize this file", summary]
+        # Shown with its opening first and the rest folded (sources.folded_summary); kept whole.
+        shown = folded_summary(summary)
+        assert [message_text(m) for m in chat[-2:]] == ["Summarize this file", shown]
         status, chat, _ = client.predict(doc_id, 12, api_name="/summarize")
         assert status == "The stored summary of this document, shown at once. New summary makes a fresh one."
-        assert message_text(chat[-1]) == summary
+        assert message_text(chat[-1]) == shown
         status, _, _ = client.predict(
             doc_id, 12, "pot", 768, "words", "0", 3, 1024, 1.0, 1.0, 5, api_name="/summarize_new"
         )
@@ -145,14 +148,16 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         positions = pot.origin[0, 0] - pot.prefix_len
         in_window = ((positions >= 0) & (positions < 200)).sum().item()
         assert sum(state != "dropped" for state in states) == in_window
-        assert "layer 0 of 2, attention view 0" in caption
+        assert "layer 0 of 2, group 0 of 2" in caption
         retention = data["retention"]
         assert len(retention["matrix"]) == 2 and retention["edges"][-1] == total
         samples = data["memory"]["samples"]
         assert len(samples) > 3 and samples[-1]["tokens"] == total
         assert all(s["entries"] <= 128 for s in samples)
         assert samples[-1]["full_kv_bytes"] > samples[-1]["pot_bytes"] > 0 and samples[-1]["rss_bytes"] > 0
-        assert "the memory holds" in outputs[6]
+        assert "the model's memory of the document took" in outputs[6]
+        assert "What the model remembers" in outputs[12] and "In the paper" not in outputs[12]  # plain words first
+        assert "KV head" in outputs[13] and "CaP" in outputs[13]  # the paper's terms, for the fold
 
         data = client.predict(doc_id, 1, "all heads", 0, 100, "position", api_name="/kept")[7]
         counts = [token["count"] for token in data["window"]["tokens"]]
@@ -161,7 +166,7 @@ def test_upload_read_ask_summarize_visualize_delete(tmp_path, infinipot_home, mo
         outputs = client.predict(doc_id, 5, "0", 0, 100, "position", api_name="/kept")
         assert outputs[0] == "**Cannot show this window:** layer must be between 0 and 1, got 5"
         outputs = client.predict(doc_id, 1, "0", 0, 100, "position", api_name="/kept")
-        assert outputs[10]["label"] == "Layer (0-1)" and outputs[8]["label"] == "Attention view (0-1, or all)"
+        assert outputs[10]["label"] == "Layer (0-1)" and outputs[8]["label"] == "Group (0-1, or all)"
         assert outputs[11]["value"] == 1 and outputs[11]["label"] == "Go to page"  # text: no pages to go to
 
     # After a restart the conversation is shown again for the document.

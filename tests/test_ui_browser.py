@@ -119,7 +119,17 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
             lambda: browser.find_elements(By.CSS_SELECTOR, "#ip-tokens .ip-quoted"), "the quoted sentence marked", 60
         )
         marked_text = normalized("".join(span.get_attribute("textContent") for span in marked))
-        assert marked_text and "highlighted in yellow" in visible_text(browser, "body")
+        # The caption says whether the model still holds the quoted words, as the colours under the line show.
+        note = normalized(visible_text(browser, "body"))
+        words = [span for span in marked if span.get_attribute("textContent").strip()]
+        forgotten = ["ip-dropped" in span.get_attribute("class") for span in words]
+        if all(forgotten):
+            assert "the model no longer holds these words" in note, note
+        elif not any(forgotten):
+            assert re.search(r"the model still holds all [\d,]+ of its words", note), note
+        else:
+            assert re.search(r"the model still holds (all [\d,]+ of its|[\d,]+ of these [\d,]+) words", note), note
+        assert marked_text and "highlighted in yellow" not in note
         unspaced = lambda text: "".join(text.replace("…", "").split())  # noqa: E731
         assert any(unspaced(marked_text)[:40] in unspaced(quote) for quote in quoted), (marked_text, quoted)
         box = browser.find_element(By.CSS_SELECTOR, "#ip-tokens .ip-text")
@@ -206,3 +216,38 @@ def test_upload_read_and_ask_in_a_browser(browser, tmp_path, infinipot_home):
             "the latest document chosen after a reload",
             60,
         )
+
+
+def test_after_an_answer_the_chat_shows_the_top_of_its_question(browser, tmp_path, infinipot_home):
+    model_dir = save_model_folder(tmp_path / "tiny-llama")
+    notes = write_notes(tmp_path / "notes.txt", lines=8)
+    workspace = make_workspace(infinipot_home)
+    # Room for the page's default answer length (256 tokens): the tiny model's answer is long.
+    (added,) = workspace.add_files([str(notes)], {**tiny_settings(model_dir), "pot_size": 2048, "keep_size": 512})
+    wait_until(lambda: workspace.ready(added["doc_id"]), timeout=120, what="the read", ignore=(ValueError,))
+    with running_app(workspace) as url:
+        browser.get(url)
+        wait_for(
+            lambda: "notes.txt" in browser.find_element(By.CSS_SELECTOR, "#ip-document input").get_attribute("value"),
+            "the document chosen",
+            60,
+        )
+        open_tab(browser, "Chat")
+        # A chat lower than the answer, as the app's 420 px are for a long answer with its sources and quotes.
+        browser.execute_script("document.querySelector('#ip-chat .bubble-wrap').style.maxHeight = '140px'")
+        question = "What does the fox do?"
+        ask = browser.find_element(By.CSS_SELECTOR, "#ip-ask")
+        wait_for(ask.is_enabled, "Ask enabled", 60)
+        browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(question)
+        ask.click()
+        wait_for(lambda: re.search(r"Sources:|Closest passages:", visible_text(browser, "#ip-chat")), "the answer", 180)
+        where = """
+            const box = document.querySelector('#ip-chat .bubble-wrap');
+            const rows = box.querySelectorAll('.message-row');
+            const asked = rows[rows.length - 2], answer = rows[rows.length - 1];
+            return {top: asked.getBoundingClientRect().top - box.getBoundingClientRect().top,
+                    answer: answer.getBoundingClientRect().height, box: box.clientHeight};
+        """
+        # Gradio scrolls the chat to its bottom after the answer; then the question's top is brought into view.
+        shown = wait_for(lambda: (w := browser.execute_script(where)) and w["top"] >= 0 and w, "the question's top", 30)
+        assert shown["answer"] > shown["box"], shown  # the answer alone is taller than the chat

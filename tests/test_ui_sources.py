@@ -4,6 +4,7 @@ on a tiny model that attends to a needle)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import gradio as gr
@@ -59,6 +60,36 @@ def test_a_place_cited_twice_is_listed_once_with_its_share_in_all():
     message = sources.chat_message("assistant", "The GNU Free Documentation License.", citations)
     assert [option["label"] for option in message["options"]] == ["page 27 (40%)", "page 2 (20%)"]
     assert message["content"].count("page 27 (40%)") == 1
+
+
+def test_sources_are_listed_by_share_and_the_shares_note_comes_only_with_a_share():
+    # As arranged_citations gives them: the answer's own place first, then the others (issue 66 read it unsorted).
+    citations = [
+        {"label": "page 2", "score": 0.02, "token": 40, "snippet": "The license is the GPL."},
+        {"label": "page 27", "score": 0.004, "token": 950, "snippet": "Copying conditions."},
+        {"label": "page 34", "score": 0.04, "token": 1200, "snippet": "Version 2 of the license."},
+        {"label": "page 30", "score": 0.012, "token": 1000, "snippet": "Warranty."},
+    ]
+    message = sources.chat_message("assistant", "It is under the GPL.", citations)
+    line = re.sub(r"<[^>]+>", "", message["content"].split("\n\n")[1])
+    assert line == (
+        "*Sources: page 34 (4%) · page 2 (2%) · page 30 (1%) · page 27 (%: the share of the answer's attention each "
+        "place drew)*"
+    )
+    assert [option["label"] for option in message["options"]] == [
+        "page 34 (4%)",
+        "page 2 (2%)",
+        "page 30 (1%)",
+        "page 27",
+    ]
+    assert json.loads(message["options"][0]["value"])["token"] == 1200  # each button opens its own place
+    assert "> **page 2** “The license is the GPL.”" in message["content"]  # the quote is still the answer's own place
+    # No share shown (each under 1%): no note about shares.
+    faint = [{**citation, "score": 0.001} for citation in citations]
+    assert sources.sources_line(faint) == "Sources: " + " · ".join(
+        f'<span title="{c["snippet"]}">{c["label"]}</span>' for c in citations
+    )
+    assert "%" not in sources.chat_message("assistant", "It is under the GPL.", faint)["content"]
 
 
 def test_the_sentence_a_source_quotes_is_found_among_the_tokens_whatever_the_spaces():
@@ -142,13 +173,14 @@ def test_clicking_a_source_opens_the_kept_view_at_the_cited_page(needle_workspac
     # The view opens on the cited page, a few tokens before the quoted sentence, which it marks.
     assert location_map.page_of(start) == NEEDLE_PAGE and start <= quoted[0] < quoted[1]
     caption, _, tokens = handlers.show_kept(doc_id, 0, "0", start, 200, "position", quoted)[:3]
-    assert f"starts at page {NEEDLE_PAGE}, line " in caption and "highlighted in yellow" in caption
+    assert f"starts at page {NEEDLE_PAGE}, line " in caption and "The underlined sentence is the one" in caption
+    assert re.search(r"the model (still holds (all )?[\d,]+ of (its|these [\d,]+) words|no longer holds)", caption)
     marked = re.findall(r'<span class="ip-tok [^"]*ip-quoted"[^>]*>([^<]*)</span>', tokens)
     assert "The passkey is 12345." in "".join(marked)
     # Opened at the page's first token when the sentence is not there (an answer stored before sentences were
     # named sends the bare token).
     start, _, quoted, _ = handlers.open_source(gr.SelectData(None, {"index": 0, "value": str(start)}), doc_id)
-    assert quoted is None and "highlighted" not in handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
+    assert quoted is None and "underlined" not in handlers.show_kept(doc_id, 0, "0", start, 200, "position")[0]
 
     # Shown again with the conversation (from the stored message), after choosing the document anew.
     shown = handlers.select(doc_id)[0]
@@ -264,3 +296,19 @@ def test_a_passage_that_seems_to_answer_is_shown_as_such_with_its_closest_passag
     answer, line, *_ = shown["content"].split("\n\n")
     assert answer == f"**{SEEMS_TO_ANSWER}** “{sentence}”"  # only the words before the quote in bold
     assert line.startswith("*Closest passages:") and "page 10" in line
+
+
+def test_a_summary_shows_its_opening_and_folds_its_outline_one_click_away():
+    summary = "This manual is for GNU Libtasn1.\n\nOutline:\n- 1 Introduction (page 4): It parses.\n- 2 Utilities (p 8)"
+    shown = sources.folded_summary(summary)
+    opening, _, fold = shown.partition("\n\n")
+    assert opening == "This manual is for GNU Libtasn1."
+    assert fold.startswith("<details><summary>Outline: 2 parts</summary>") and fold.endswith("</details>")
+    assert "- 1 Introduction (page 4): It parses." in fold and "Outline:\n" not in fold
+    log = "A log of 9 lines.\n\nErrors and warnings:\n- ERROR x\n\nIncidents in time order:\n- 10:00: x"
+    assert "<summary>Errors and warnings · Incidents in time order</summary>" in sources.folded_summary(log)
+    assert sources.folded_summary("One paragraph only.") == "One paragraph only."
+    parts = [{"title": "1 Introduction", "page": 4, "token": 7, "points": ["It parses."]}]
+    message = sources.outline_message(summary, parts, stopped=True)
+    assert message["content"].startswith(opening) and message["content"].endswith("</details> *(stopped)*")
+    assert [option["label"] for option in message["options"]] == ["1 Introduction · page 4"]

@@ -8,6 +8,7 @@ question is in the chat, its answer is not), in the middle of the text, after th
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -149,6 +150,15 @@ def is_waiting(bubble: str | None) -> bool:
     return bubble is None or bubble.rstrip("*").rstrip().endswith(WAITING)
 
 
+def passage_shown(bubble: str | None) -> str:
+    """The passage a waiting bubble shows as looked at ("Looking at line 12: “...”"), without the stage after it;
+    "" when it shows none."""
+    text = bubble or ""
+    if not text.startswith("Looking at "):
+        return ""
+    return re.split(r"\s+(?=(?:Checking|Weighing|Writing|Finding|Loading)\b)", text)[0].strip()
+
+
 def ask(browser, question: str) -> None:
     browser.find_element(By.CSS_SELECTOR, "#ip-question textarea").send_keys(question)
     press(browser, "ip-ask")
@@ -166,7 +176,8 @@ def test_every_question_asked_after_a_stop_is_kept_and_answered(browser, tmp_pat
     """Issue 55: Stop at six moments (before the first evidence, while the passages are scored, while the hidden
     writer writes, during the sources, during a summary, during a follow-up), each followed by a question 0.5, 2 and
     5 s later: every question is in the chat once and answered, also after a reload; each stopped answer stays as it
-    was when it stopped (marked stopped, never completed later)."""
+    was when it stopped (marked stopped, never completed later). Issue 66: one stopped before its words keeps the
+    passage that was on screen as looked at, and gets no sources after."""
     model_dir = save_model_folder(tmp_path / "tiny-llama")
     workspace = make_workspace(infinipot_home)
     notes = write_notes(tmp_path / "notes.txt", lines=120)  # longer than the pot: answers search for passages
@@ -204,7 +215,9 @@ def test_every_question_asked_after_a_stop_is_kept_and_answered(browser, tmp_pat
                         wait_for_stage(browser, asked, 0, ("Writing a short answer",))
                     else:
                         wait_until(service.pieces_done.is_set, 60, 0.02, what="the last words")
+                on_screen = [answer_to(bubbles(browser), asked, occurrence)]
                 press(browser, "ip-stop")
+                on_screen.append(answer_to(bubbles(browser), asked, occurrence))  # a stage may have come meanwhile
                 time.sleep(delay)
                 following = f"Next after {moment}, {delay} s: who is lazy?"
                 ask(browser, following)
@@ -218,6 +231,16 @@ def test_every_question_asked_after_a_stop_is_kept_and_answered(browser, tmp_pat
                 assert bubble is not None, (moment, delay, shown)  # the stopped question is kept
                 if moment != "during sources":  # the answer was complete when Stop came
                     assert "(stopped)" in bubble, (moment, delay, bubble)
+                if moment not in ("during sources", "during a summary"):  # stopped before any words
+                    # Exactly what was on screen stays: the passage looked at (its stage line goes), no sources.
+                    kept = bubble.replace("(stopped)", "").strip()
+                    seen = [(b or "").replace("(stopped)", "").strip() for b in on_screen]  # Stop may show already
+                    words = [b for b in seen if b and not is_waiting(b) and not b.startswith("Looking at ")]
+                    if words:  # its words had begun: they stay, as far as they came before Stop took effect
+                        assert kept[:40] == words[-1][:40], (moment, delay, kept, on_screen)
+                    else:
+                        assert kept in {passage_shown(b) for b in seen}, (moment, delay, kept, on_screen)
+                    assert "Sources" not in bubble and "Closest passages" not in bubble, (moment, bubble)
                 stopped[(asked, occurrence)] = bubble
         before = settled_chat(browser)
         after = reloaded_chat(browser, url, len(before))

@@ -23,10 +23,21 @@ TERMS = {
 }
 
 
-def research_words(text: str) -> dict[str, list[str]]:
+# What "What the model kept" said before issue 66, besides the terms above: it keeps them in its fold.
+KEPT_VIEW_TERMS = {
+    **TERMS,
+    **{
+        term: re.compile(rf"\b{term}\b", re.IGNORECASE)
+        for term in ("attention views?", "chat template", "catalyst", "novelty", "uncompressed", "KV cache", "sinks?")
+    },
+    "RSS": re.compile(r"\bRSS\b"),
+}
+
+
+def research_words(text: str, terms: dict[str, re.Pattern] = TERMS) -> dict[str, list[str]]:
     """Each term found, with the text around it (so a failure says where)."""
     found = {}
-    for term, pattern in TERMS.items():
+    for term, pattern in terms.items():
         places = [text[max(0, m.start() - 40) : m.end() + 40] for m in pattern.finditer(text)]
         if places:
             found[term] = places
@@ -70,3 +81,51 @@ def test_library_chat_and_settings_speak_plain_words(browser, tmp_path, infinipo
         browser.find_element(By.CSS_SELECTOR, "#ip-advanced button, #ip-advanced .label-wrap").click()
         advanced = wait_for(lambda: (t := visible_text(browser, "#ip-advanced")) and "NuC" in t and t, "Advanced", 30)
         assert {"pot", "CaP", "NuC", "KV head", "|M|", "|C|"} <= set(research_words(advanced))
+
+
+def test_the_kept_view_says_first_in_plain_words_what_the_model_remembers(browser, tmp_path, infinipot_home):
+    """Issue 66: what the model remembers of the document, what that memory takes against keeping everything and how
+    the app's memory went while it read, in plain words above the text; the paper's terms only in the closed fold
+    "In the paper's terms"."""
+    model_dir = save_model_folder(tmp_path / "tiny-llama")
+    workspace = make_workspace(infinipot_home)
+    short = write_notes(tmp_path / "short.txt", lines=2, tag="-short")
+    (whole,) = workspace.add_files([str(short)], tiny_settings(model_dir))
+    (added,) = workspace.add_files([str(write_notes(tmp_path / "notes.txt", lines=12))], tiny_settings(model_dir))
+    wait_until(lambda: workspace.ready(added["doc_id"]), timeout=120, what="the read", ignore=(ValueError,))
+    numbers = workspace.kept_summary(added["doc_id"])
+    assert not numbers["whole"]  # a memory of 128 tokens: the notes do not fit, so some text was forgotten
+    # A document that fits: the memory holds the whole of it, never more tokens than it has (the chat template's
+    # opening is not the document's).
+    fits = workspace.kept_summary(whole["doc_id"])
+    assert fits["whole"] and fits["held"] == fits["total"] and fits["sinks"] > 0
+    with running_app(workspace) as url:
+        open_page(browser, url)
+        wait_for(lambda: "ready" in visible_text(browser, "#ip-progress"), "the document chosen", 60)
+        open_tab(browser, "What the model kept")
+        summary = wait_for(
+            lambda: (t := visible_text(browser, "#ip-kept-summary")) and "remembers" in t and t, "the summary", 60
+        )
+        wait_for(lambda: visible_text(browser, "#ip-tokens").strip(), "the text", 60)
+        # What the model remembers, of how much, and what that memory takes against keeping everything.
+        assert f"read all {numbers['total']:,} tokens" in summary and f"remembers {numbers['held']:,}" in summary
+        assert "instead of" in summary and "keeping everything" in summary
+        assert "whole memory" in summary  # how the app's memory went while it read
+        # ... first: above the window's caption, its legend and its text.
+        top = lambda css: browser.find_element(By.CSS_SELECTOR, css).location["y"]  # noqa: E731
+        assert top("#ip-kept-summary") < top(".ip-legend") < top("#ip-tokens")
+        kept = tab_text(browser, "What the model kept")
+        assert "The model remembers only the coloured text" in kept
+        assert not research_words(kept, KEPT_VIEW_TERMS), research_words(kept, KEPT_VIEW_TERMS)
+
+        # The paper's terms, each with this document's numbers, in the fold.
+        fold = browser.find_element(By.CSS_SELECTOR, "#ip-paper-terms")
+        shown = [line.strip() for line in fold.text.splitlines() if line.strip() not in ("", "▼")]  # ▼: its icon
+        assert shown == ["In the paper's terms"]  # closed: its title alone
+        fold.find_element(By.CSS_SELECTOR, "button, .label-wrap").click()
+        terms = wait_for(lambda: (t := visible_text(browser, "#ip-paper-terms")) and "NuC" in t and t, "the fold", 30)
+        assert {"pot", "CaP", "NuC", "KV head", "|M|", "|C|"} <= set(research_words(terms))
+        assert {"chat template", "catalyst", "uncompressed", "KV cache", "RSS"} <= set(
+            research_words(terms, KEPT_VIEW_TERMS)
+        )
+        assert f"|M| = {numbers['pot_size']:,}" in terms and f"|C| = {numbers['keep_size']:,}" in terms

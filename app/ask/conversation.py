@@ -26,6 +26,10 @@ def cited_answer(
     for piece in pieces:
         text.append(piece)
         yield piece
+    if stats.stopped_by == "reader":  # sources show under a complete answer only: a stopped one gets none after
+        stats.citations[:] = []
+        stats.answer_pot = None
+        return
     found = stats.citations or citations(library, stored, question, stats)
     stats.citations[:] = arranged_citations(found, stats.answer_sentence or "".join(text), question)
     stats.answer_pot = None  # a distilled copy is not kept alive with the stats
@@ -72,18 +76,22 @@ def _record(
 ) -> None:
     if conversation_id is None:
         conversation_id = store.conversations.create(stored.doc_id, stored.record.id, question[:80]).id
+    stopped = stats.stopped_by == "reader"
     meta = {
         "pot_id": stored.record.id,
         "ttft_seconds": stats.first_token_seconds,
         "seconds": stats.seconds,
         "new_tokens": stats.new_tokens,
-        "citations": stats.citations,
+        # A stopped answer keeps what was on screen: its words, or the passage looked at before them; no sources.
+        "citations": [] if stopped else stats.citations,
         "answer_from": stats.answer_from,
         "stopped": stats.stopped_by == "reader",
         "answerable": stats.answerable,
         "answer_state": stats.answer_state,
         "answered_by": stats.answered_by,
     }
+    if stopped and not answer and stats.looked_at:
+        meta["looked_at"] = stats.looked_at
     store.conversations.append_many(conversation_id, [("user", question, None), ("assistant", answer, meta)])
     stats.conversation_id = conversation_id
 

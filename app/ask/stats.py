@@ -21,6 +21,9 @@ class AskStats(AnswerStats):
     evidence_seconds: float = 0.0  # ranking and reading the evidence spans, before the answer's prefill
     # From the ask call to the first passage the search points at (AskStage "looking"); None without one.
     first_evidence_seconds: float | None = None
+    # The passage the page last showed as looked at while the answer was checked (AskStage.citation); kept with a
+    # stopped answer that had no words yet, as what was on screen.
+    looked_at: dict | None = None
     # False when the answer says the document does not hold the answer (core.answer.grounded_answer).
     answerable: bool = True
     # "stated" (a sentence of the document), "closest" (the passage that seems to answer, not sure) or "not_found"

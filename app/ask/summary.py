@@ -23,7 +23,7 @@ from infinipot.storage.errors import describe_write_error
 
 # What made a stored summary: one made another way (an older method, or another style) is made anew, not served.
 def summary_method(config: SummaryConfig) -> str:
-    return f"{config.style}-{3 if config.style == 'outline' else 2}"
+    return f"{config.style}-{4 if config.style == 'outline' else 2}"
 
 
 def stored_summary(library: Library, stored: StoredPot, config: SummaryConfig) -> dict | None:

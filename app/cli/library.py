@@ -67,6 +67,7 @@ def run_ask_library(service, args: argparse.Namespace) -> int:
                     "search_seconds": round(stats.search_seconds, 3),
                     "evidence_tokens": stats.evidence_tokens,
                     "answer_from": stats.answer_from,
+                    "answers": stats.answers,
                 }
             )
         )

@@ -100,6 +100,10 @@ class ReadJob:
     # (time, tokens read) at the read's first step: the rate for the ETA is measured from there, since the first
     # step also waits for the model and fills the empty pot, and an ETA from it jumps by minutes.
     first_step: tuple[float, int] | None = None
+    # (time, tokens read) at its latest step: the rate is measured up to there, not up to now, since tokens come a
+    # piece at a time (1,024 every 20 s on a busy CPU) and a rate up to now fell between pieces (ETA 1:01 to 2:01).
+    last_step: tuple[float, int] | None = None
+    file_bytes: int = 0  # the file's size: how long a document not yet counted is, from its size
 
     def snapshot(self, now: float | None = None) -> dict:
         """Plain numbers for the UI: tokens read of total, cycles, tokens per second, ETA."""
@@ -113,10 +117,8 @@ class ReadJob:
         if self.status == DONE:
             fraction = 1.0
         eta = None
-        if self.first_step is not None and total and self.status == READING:
-            since, tokens = self.first_step
-            steady = (self.tokens_read - tokens) / (now - since) if now > since else 0.0
-            eta = (total - self.tokens_read) / steady if steady > 0 else None
+        if total and self.status == READING and (rate_now := step_rate(self.first_step, self.last_step)):
+            eta = countdown((total - self.tokens_read) / rate_now, self.last_step[0], now)
         return {
             "job_id": self.id,
             "doc_id": self.request.doc_id,
@@ -136,7 +138,59 @@ class ReadJob:
             "reused": bool(self.report and self.report.get("reused")),
             "resumed_from": (self.report or {}).get("resumed_from", 0),  # tokens a checkpoint saved re-reading
             "warnings": list((self.report or {}).get("warnings", [])),  # a duplicate's note, a re-read damaged pot
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "resumed_at": self.resumed_at,
+            "file_bytes": self.file_bytes,
         }
+
+
+def step_rate(first: tuple[float, int] | None, last: tuple[float, int] | None) -> float | None:
+    """Tokens per second between two steps' (time, tokens read); None before a second step."""
+    if first is None or last is None or last[0] <= first[0] or last[1] <= first[1]:
+        return None
+    return (last[1] - first[1]) / (last[0] - first[0])
+
+
+def countdown(seconds_at_step: float, step_at: float, now: float) -> float:
+    """The seconds left that a step measured, counted down since: the ETA falls a second a second between steps
+    and is measured again at each one (at least 1 s while a read still goes on)."""
+    return max(seconds_at_step - (now - step_at), 1.0)
+
+
+def folder_seconds_left(batch: list[dict], now: float) -> float | None:
+    """Seconds left of a batch of reads (a folder): the tokens left in all its documents at the batch's own speed,
+    the tokens it read from its first step to its latest over the seconds between (so the counting, saving and first
+    steps of the documents after the first are in it), counted down since its latest step. A document not yet
+    counted is as long as its size says at the tokens per byte of those counted (of its own kind of file when one
+    is), or as their mean. None before two steps or when nothing is left to read.
+
+    Never one document's rate up to now: it swung between 2 min 41 s and 5 min 22 s every second (issue 66)."""
+    active = [job for job in batch if job["status"] in ACTIVE]
+    stepped = [job for job in batch if job.get("first_step") and job.get("last_step")]
+    if not active or not stepped:
+        return None
+    first = min(stepped, key=lambda job: job["first_step"][0])
+    latest = max(job["last_step"][0] for job in stepped)
+    # Every token read since the first step: the later documents' first steps too, whose time is in the span.
+    tokens = sum(job["last_step"][1] - job["resumed_at"] for job in stepped) - (
+        first["first_step"][1] - first["resumed_at"]
+    )
+    if latest <= first["first_step"][0] or tokens <= 0:
+        return None
+    left = sum(_tokens_left(job, batch) for job in active)
+    return countdown(left / (tokens / (latest - first["first_step"][0])), latest, now) if left else None
+
+
+def _tokens_left(job: dict, batch: list[dict]) -> float:
+    if job.get("tokens_total"):
+        return max(0, job["tokens_total"] - job["tokens_read"])
+    counted = [other for other in batch if other.get("tokens_total") and other.get("file_bytes")]
+    alike = [other for other in counted if Path(other["name"]).suffix == Path(job["name"]).suffix] or counted
+    if alike and job.get("file_bytes"):
+        return job["file_bytes"] * sum(o["tokens_total"] for o in alike) / sum(o["file_bytes"] for o in alike)
+    known = [other["tokens_total"] for other in batch if other.get("tokens_total")]
+    return sum(known) / len(known) if known else 0.0
 
 
 class ReadQueue:
@@ -157,7 +211,9 @@ class ReadQueue:
         with self._lock:
             if self._active(request.doc_id) is not None:
                 raise ValueError(f"{request.name} is already queued or being read")
-            job = ReadJob(next(self._ids), request, memory=MemoryLog(self.memory_samples))
+            job = ReadJob(
+                next(self._ids), request, memory=MemoryLog(self.memory_samples), file_bytes=_size(request.path)
+            )
             if not any(other.status in ACTIVE for other in self._jobs):
                 self._batch_from = job.id
             self._jobs.append(job)
@@ -194,12 +250,13 @@ class ReadQueue:
             latest = {job.request.doc_id: job for job in self._jobs}
         return [job.snapshot() for job in sorted(latest.values(), key=lambda job: job.id)]
 
-    def batch(self) -> list[dict]:
-        """Snapshots of the jobs submitted since the queue was last idle (files dropped together or one after
-        another while it read): what the library's progress line counts."""
+    def batch(self) -> dict:
+        """The jobs submitted since the queue was last idle (files dropped together or one after another while it
+        read) as snapshots, and the seconds left of them all: what the library's progress line says."""
+        now = time.monotonic()
         with self._lock:
-            jobs = [job for job in self._jobs if job.id >= self._batch_from]
-        return [job.snapshot() for job in jobs]
+            jobs = [job.snapshot(now) for job in self._jobs if job.id >= self._batch_from]
+        return {"jobs": jobs, "seconds_left": folder_seconds_left(jobs, now)}
 
     def busy(self) -> bool:
         with self._lock:
@@ -283,8 +340,9 @@ class ReadQueue:
     def _step(self, job: ReadJob, pot: Pot) -> None:
         job.tokens_read = pot.document_tokens
         job.cycles = pot.cycles
+        job.last_step = (time.monotonic(), pot.document_tokens)
         if job.first_step is None:
-            job.first_step = (time.monotonic(), pot.document_tokens)
+            job.first_step = job.last_step
         job.entries = pot.entries
         job.memory.add(pot, self._process)
         if job.cancel_requested.is_set():
@@ -299,3 +357,10 @@ class ReadQueue:
             "report": job.report,
             "samples": job.memory.samples,
         }
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -395,8 +395,9 @@ class Workspace:
             raise ValueError("choose one document for this: All documents answers questions only")
         return self._ready_row(doc_id)["doc_id"]
 
-    def read_batch(self) -> list[dict]:
-        """The reads queued since the queue was last idle, as numbers (the library's progress line)."""
+    def read_batch(self) -> dict:
+        """The reads queued since the queue was last idle, as numbers, and the seconds left of them all (the
+        library's progress line)."""
         return self.reads.batch()
 
     def ready_count(self) -> int:
@@ -468,6 +469,7 @@ class Workspace:
                 "stopped": bool((m["meta"] or {}).get("stopped")),
                 "answerable": (m["meta"] or {}).get("answerable", True) is not False,
                 "parts": (m["meta"] or {}).get("parts", []),
+                "looked_at": (m["meta"] or {}).get("looked_at"),
             }
             for m in self.service.messages(conversation_id)
         ]
@@ -678,6 +680,7 @@ class Workspace:
             "page": self._page(doc_id, start),
             "pages": row["pages"],
             "local_window": stored.engine.local_window(layer),
+            "whole": pot.cycles == 0,  # never compressed: the memory holds every token read
         }
         if head is None:
             counts, counted = kept_view.window_head_counts(pot, start, end, layer)
@@ -738,6 +741,34 @@ class Workspace:
             samples, live = (log or {}).get("samples", []), False
         last = samples[-1] if samples else None
         return {"live": live, "samples": samples, "rows": kept_view.memory_rows(samples), "last": last}
+
+    def kept_summary(self, doc_id: str) -> dict:
+        """What the model remembers of a ready document, as numbers: its tokens and how many each (layer, KV head)
+        holds, the memory's bytes against keeping every token, and the settings the paper names."""
+        row = self._ready_row(doc_id)
+        stored = self.service.open_pot(row["doc_id"])
+        pot, config = stored.pot, stored.engine.config
+        _, total = self.service.token_window(row["doc_id"], 0, 0)
+        # The chat template's opening, which every head holds whole (marked as sinks once the memory was compressed).
+        opening = int((pot.origin[0, 0] < pot.prefix_len).sum())
+        layers, heads, entries = pot.origin.shape
+        nbytes = pot.nbytes()
+        return {
+            "name": row["name"],
+            "total": total,
+            "held": entries - opening,  # document tokens each (layer, KV head) holds
+            "whole": pot.cycles == 0,
+            "entries": entries,
+            "sinks": opening,
+            "pot_size": config.pot_size,
+            "keep_size": config.keep_size,
+            "cap_mode": config.cap_mode,
+            "cycles": pot.cycles,
+            "layers": layers,
+            "kv_heads": heads,
+            "bytes": nbytes,
+            "full_bytes": round(nbytes / max(entries, 1) * pot.tokens_read),  # as MemoryLog counts it
+        }
 
 
 def _summary_note(reused: bool, parts: list[int], seconds: float) -> str:

@@ -8,7 +8,14 @@ import gradio as gr
 
 from infinipot.app.web.page import render, settings_tab
 from infinipot.app.web.page.follow_panel import FollowPanel
-from infinipot.app.web.page.handlers import ALL_HEADS, CHAT_BUTTONS, KEPT_TAB, MEMORY_SERIES, Handlers
+from infinipot.app.web.page.handlers import (
+    ALL_HEADS,
+    CHAT_BUTTONS,
+    KEEP_ALL_SERIES,
+    KEPT_TAB,
+    MEMORY_SERIES,
+    Handlers,
+)
 from infinipot.app.web.page.questions import QuestionFeatures
 
 INTRO = (
@@ -18,6 +25,17 @@ INTRO = (
 )
 # After a source opens the view: the marked sentence scrolled into the middle of the text box.
 SCROLL_TO_QUOTE = "() => document.querySelector('#ip-tokens .ip-quoted')?.scrollIntoView({block: 'center'})"
+# After an answer or a summary: the chat scrolled back so that its question's top shows. Gradio's Chatbot scrolls to
+# the bottom 300 ms after each update, which left a long answer's question clipped under the chat's top edge; when
+# the question shows already, nothing moves.
+SHOW_LATEST_QUESTION = """() => setTimeout(() => {
+  const asked = document.querySelectorAll('#ip-chat .message-row.user-row');
+  const question = asked[asked.length - 1];
+  const box = question && question.closest('.bubble-wrap, .panel-wrap');
+  if (!box) return;
+  const above = question.getBoundingClientRect().top - box.getBoundingClientRect().top;
+  if (above < 0) box.scrollTop += above - 8;
+}, 600)"""
 
 
 class InfiniPotApp:
@@ -100,11 +118,17 @@ class InfiniPotApp:
                 c.ask_api, c.summary_api, c.new_summary_api = (gr.Button(visible=False) for _ in range(3))
                 self.questions.layout(c)
             with gr.Tab("What the model kept", id=KEPT_TAB) as c.kept_tab:
+                # Plain words first: what the model remembers, what that takes, how the app's memory went; the
+                # paper's words for them in a closed fold.
+                c.kept_summary = gr.HTML(elem_id="ip-kept-summary")
+                with gr.Accordion(render.PAPER_TERMS, open=False, elem_id="ip-paper-terms"):
+                    c.paper_terms = gr.Markdown()
                 with gr.Row():
                     c.layer = gr.Number(label="Layer", value=0, precision=0, minimum=0)
                     c.head = gr.Dropdown(
-                        label="Attention view",
-                        info="Each view (a KV head) kept its own tokens; 'all views' shows how many kept each one",
+                        label="Group",
+                        info="Each layer keeps its memory in a few groups, each its own tokens; 'all groups' shades "
+                        "each token by how many keep it",
                         choices=[ALL_HEADS, "0"],
                         value="0",
                         allow_custom_value=True,
@@ -126,21 +150,19 @@ class InfiniPotApp:
                 gr.Markdown("### Memory over the reading")
                 # One under the other, full width, their titles outside the plots: a plot's own label took the
                 # room of its legend and x-axis title, which were cut off.
-                gr.Markdown(
-                    "Model memory (MB): what the model kept (green) against a full KV cache for the same tokens"
-                )
+                gr.Markdown("The model's memory of the document (MB, green) against keeping every token read (orange)")
                 c.memory_plot = gr.LinePlot(
                     x="tokens",
                     y="MB",
                     color="series",
-                    color_map={MEMORY_SERIES: "#2f7d4f", "full KV cache": "#d9822b"},
+                    color_map={MEMORY_SERIES: "#2f7d4f", KEEP_ALL_SERIES: "#d9822b"},
                     x_title="tokens read",
                     y_title="MB",
                     color_title="memory",
                     height=360,
                     show_label=False,
                 )
-                gr.Markdown("Memory of the whole process, RSS (MB, from 0)")
+                gr.Markdown("The app's whole memory while it read, the model included (MB, from 0)")
                 c.process_plot = gr.LinePlot(
                     x="tokens",
                     y="MB",
@@ -215,20 +237,20 @@ class InfiniPotApp:
         ask.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden", trigger_mode="multiple")
         c.ask.click(**question_shown, api_name="show_question", api_visibility="private").success(
             **ask, api_name="answer_shown", api_visibility="private"
-        )
+        ).then(fn=None, js=SHOW_LATEST_QUESTION)
         c.question.submit(**question_shown, api_name="show_submitted", api_visibility="private").success(
             **ask, api_name="answer_submitted", api_visibility="private"
-        )
+        ).then(fn=None, js=SHOW_LATEST_QUESTION)
         request = dict(fn=h.show_summary_request, inputs=[c.doc, c.chatbot, c.chat, *answers])
         request.update(outputs=[c.summary_status, c.chatbot, c.chat], queue=False, show_progress="hidden")
         summary = dict(inputs=[c.chat, *answers], outputs=[c.summary_status, c.chatbot, c.chat, c.history])
         summary.update(concurrency_id="model", concurrency_limit=1, show_progress="hidden", trigger_mode="multiple")
         c.summarize.click(**request, api_name="show_summary", api_visibility="private").success(
             h.summarize, **summary, api_name="summary_shown", api_visibility="private"
-        )
+        ).then(fn=None, js=SHOW_LATEST_QUESTION)
         c.new_summary.click(**request, api_name="show_new_summary", api_visibility="private").success(
             h.new_summary, **summary, api_name="new_summary_shown", api_visibility="private"
-        )
+        ).then(fn=None, js=SHOW_LATEST_QUESTION)
         # The same for other programs (gradio_client): one call that asks and streams the answer or summary.
         c.ask_api.click(
             h.ask_api,
@@ -278,6 +300,8 @@ class InfiniPotApp:
                 c.start,
                 c.layer,
                 c.page,
+                c.kept_summary,
+                c.paper_terms,
             ],
         )
         c.show.click(**show, api_name="kept")

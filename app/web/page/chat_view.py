@@ -14,8 +14,22 @@ def stage_text(stage: AskStage, looked_at: dict | None) -> str:
     now = f"*{stage.text[:1].upper()}{stage.text[1:]}…*"
     if looked_at is None:
         return now
-    quote = AskStage(stage.kind, stage.text, looked_at).quote
-    return f"*Looking at {looked_at['label']}:* “{sources.markdown_text(quote)}”\n\n{now}"
+    return f"{looking_at_text(looked_at)}\n\n{now}"
+
+
+def looking_at_text(looked_at: dict) -> str:
+    """The passage looked at, as the bubble shows it while the answer is checked and after a Stop then."""
+    quote = AskStage("looking", "", looked_at).quote
+    return f"*Looking at {looked_at['label']}:* “{sources.markdown_text(quote)}”"
+
+
+def shown_when_stopped(content: str) -> str:
+    """What a bubble keeps when Stop ends its answer: its words, or while it waited the passage looked at (the
+    stage after it goes; nothing at all when no passage was shown)."""
+    if not (content.strip().startswith("*") and content.strip().endswith("…*")):
+        return content
+    looking, gap, _ = content.strip().rpartition("\n\n")
+    return looking if gap and looking.startswith("*Looking at ") else ""
 
 
 def waiting_text(place: int) -> str:

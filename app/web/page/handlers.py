@@ -18,9 +18,10 @@ from infinipot.app.web.page import chat_view, render, sources
 from infinipot.app.web.turns import QUESTION, SUMMARY
 from infinipot.app.web.wording import ALL_DOCUMENTS, SUMMARY_REQUEST, document_options
 
-ALL_HEADS = "all views"  # the kept view's choice of every KV head at once
+ALL_HEADS = "all groups"  # the kept view's choice of every KV head (a "group") of the layer at once
 NO_CHANGE = object()  # an update that leaves a value as it is
-MEMORY_SERIES = "memory kept"  # the memory plot's name for the pot's bytes
+MEMORY_SERIES = "the model's memory"  # the memory plot's name for the pot's bytes
+KEEP_ALL_SERIES = "keeping every token"  # and for a full KV cache of the same tokens
 KEPT_TAB = "kept"  # id of the "What the model kept" tab, which a clicked source opens
 SETTING_NAMES = (
     "model",
@@ -101,6 +102,19 @@ def _document_choices(choices: list[tuple[str, str]], value=NO_CHANGE) -> dict:
     return gr.update(choices=choices, value=value, label=label)
 
 
+READ_STATES = ("queued", "counting", "reading")  # a library row's states while its read is under way
+
+
+def shown_document(rows: list[dict]) -> str | None:
+    """The document the chooser shows when none is chosen (a reload, the chosen one deleted): the one being read,
+    else the latest listed that is not waiting to be read; never one waiting in the queue, whose bar is empty (issue
+    66: the chooser jumped to the last of a folder's files, queued). None for an empty library."""
+    reading = [row for row in rows if row["state"] in READ_STATES[1:]]
+    settled = [row for row in rows if row["state"] not in READ_STATES]
+    found = reading or settled or rows
+    return found[-1]["doc_id"] if found else None
+
+
 def conversation_choices(conversations: list[dict]) -> list[tuple[str, int]]:
     return [(f"{c['created_at'][:16].replace('T', ' ')} · {c['title']}", c["id"]) for c in reversed(conversations)]
 
@@ -112,10 +126,17 @@ def _chat(messages: list[dict]) -> list[dict]:
         sources.outline_message(m["content"], m["parts"], m.get("stopped", False))
         if m.get("parts")
         else sources.chat_message(
-            m["role"], m["content"], m.get("citations"), m.get("stopped", False), m.get("answerable", True)
+            m["role"], _stopped_content(m), m.get("citations"), m.get("stopped", False), m.get("answerable", True)
         )
         for m in messages
     ]
+
+
+def _stopped_content(message: dict) -> str:
+    """A message's words; for an answer stopped before its words, the passage it was looking at then."""
+    if message.get("stopped") and not (message.get("content") or "").strip() and message.get("looked_at"):
+        return chat_view.looking_at_text(message["looked_at"])
+    return message.get("content") or ""
 
 
 # In the answer's bubble until its first words come.
@@ -136,6 +157,18 @@ def _is_waiting(content) -> bool:
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
     text = (content or "").strip()
     return text.startswith("*") and text.endswith("…*")
+
+
+def _kept_when_stopped(content):
+    """A Chatbot message's content as Stop keeps it: its words, or the passage it was looking at (chat_view)."""
+    if isinstance(content, list):
+        return [
+            {**part, "text": chat_view.shown_when_stopped(part.get("text", ""))}
+            if isinstance(part, dict) and part.get("type") == "text"
+            else part
+            for part in content
+        ]
+    return chat_view.shown_when_stopped(str(content or ""))
 
 
 def _is_queued(message: dict) -> bool:
@@ -189,20 +222,23 @@ def _button_updates(states: tuple) -> list[dict]:
     return [gr.update(interactive=state) for state in library] + [gr.update(interactive=state) for state in chat]
 
 
-# With All documents chosen: nothing to cancel, resume or delete; Ask and Ask across documents, but no summary
-# (one per document) and no re-read (of one document).
-ALL_DOCUMENTS_BUTTONS = (False, False, False, (True, False, False, False, True))
+# With All documents chosen: nothing to cancel, resume or delete; Ask, but no summary (one per document) and no
+# re-read (of one document).
+ALL_DOCUMENTS_BUTTONS = (False, False, False, (True, False, False, False))
 
 
 # The Chat tab's buttons that need a document read (after the Library tab's Cancel, Resume and Delete): none
-# answers from a document still being read.
-CHAT_BUTTONS = ("ask", "summarize", "new_summary", "reread", "ask_across")
+# answers from a document still being read. Ask across documents is not one of them: it answers once two ready
+# documents are picked beside it, whichever document is chosen (QuestionFeatures.across_button).
+CHAT_BUTTONS = ("ask", "summarize", "new_summary", "reread")
 NO_DOCUMENT_LABEL = "Document: none yet (drop files into the Library tab)"
 
 
 def _memory_frames(rows: dict[str, list[dict]]) -> tuple[dict, dict]:
     """The two memory plots' data, each with a y axis from 0 (a 10 MB change in 1.8 GB is not dramatic)."""
-    kv = pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"]).replace({"series": {"pot": MEMORY_SERIES}})
+    kv = pd.DataFrame(rows["kv"], columns=["tokens", "series", "MB"]).replace(
+        {"series": {"pot": MEMORY_SERIES, "full KV cache": KEEP_ALL_SERIES}}
+    )
     process = pd.DataFrame(rows["process"], columns=["tokens", "MB"])
     return (  # hidden without samples (a document read by the CLI): the caption says so
         gr.update(value=kv, y_lim=[0, _top(kv)], visible=len(kv) > 0),
@@ -225,13 +261,20 @@ class Handlers:
         reason), and the uploader is emptied, so a rejected file is never sent again with the next upload."""
         if not files:
             raise ValueError("drop one or more files first")
-        known = {row["doc_id"]: row["name"] for row in self.ws.library() if row["ready"]}
+        before = self.ws.library()
+        known = {row["doc_id"]: row["name"] for row in before if row["ready"]}
+        busy = any(row["state"] in READ_STATES for row in before)
         results = self.ws.add_files([str(f) for f in files], settings_from_values(settings))
         for refused in (r for r in results if not r["ok"]):  # in warning colours too; the notice keeps the line
             gr.Warning(f"{refused['name']} was not added: {refused['message']}")
         table = render.library_rows(self.ws.library())
         added = [r["doc_id"] for r in results if r["ok"]]
-        choose = _document_choices(self.ws.choices(), added[0]) if added else gr.skip()
+        if not added:
+            choose = gr.skip()
+        elif busy:  # behind another read it waits with an empty bar: the chooser stays on the document chosen
+            choose = _document_choices(self.ws.choices())
+        else:  # read now: its progress is shown
+            choose = _document_choices(self.ws.choices(), added[0])
         return render.upload_notice(results, known), table, choose, None
 
     @user_errors
@@ -249,7 +292,7 @@ class Handlers:
         rows = self.ws.library()
         choices = document_options(rows)
         # The page was (re)loaded with no document chosen: the latest one, so Chat is not empty.
-        keep = doc_id if any(value == doc_id for _, value in choices) else (rows[-1]["doc_id"] if rows else None)
+        keep = doc_id if any(value == doc_id for _, value in choices) else shown_document(rows)
         return render.library_rows(rows), _document_choices(choices, keep), self._progress_html(rows, keep)
 
     def _progress_html(self, rows: list[dict], doc_id) -> str:
@@ -261,7 +304,7 @@ class Handlers:
             chosen = render.all_documents_html(sum(1 for row in rows if row["ready"]))
         else:
             chosen = render.progress_html(self.ws.progress(doc_id))
-        return render.with_library_line(chosen, self.ws.read_batch())
+        return render.with_library_line(chosen, rows, self.ws.read_batch())
 
     def refresh(self, doc_id, seen):
         """Timer tick: the same as library(), each part sent only when it changed (the page does not flicker)."""
@@ -275,7 +318,7 @@ class Handlers:
             choices_out = gr.skip()
         elif doc_id and not any(value == doc_id for _, value in choices):
             # The chosen document was deleted (here or by another process): the latest one left is chosen.
-            choices_out = _document_choices(choices, rows[-1]["doc_id"] if rows else None)
+            choices_out = _document_choices(choices, shown_document(rows))
         else:
             choices_out = _document_choices(choices)  # an upload may be choosing a document right now
         table_out = table if table != seen.get("table") else gr.skip()
@@ -336,7 +379,7 @@ class Handlers:
         hidden = gr.update(visible=False)
         rows = self.ws.library()
         choices = document_options(rows)
-        latest = rows[-1]["doc_id"] if rows else None  # the chooser is never left blank while documents remain
+        latest = shown_document(rows)  # the chooser is never left blank while documents remain
         return message, render.library_rows(rows), _document_choices(choices, latest), hidden, hidden
 
     # -- chat --------------------------------------------------------------------------------------
@@ -466,7 +509,8 @@ class Handlers:
         message = sources.chat_message(
             "assistant",
             text.strip() or ("" if turn.stopped else EMPTY_ANSWER),
-            sources.library_citations(stats.citations) if stats else [],
+            # Sources come under a complete answer only: a stopped one keeps what was on screen.
+            sources.library_citations(stats.citations) if stats and not turn.stopped else [],
             stopped=turn.stopped,
             answerable=stats.answerable if stats else True,
         )
@@ -543,7 +587,7 @@ class Handlers:
         if answered:
             index = answered[-1]
             content = history[index].get("content")
-            stopped = _with_stopped_mark("" if _is_waiting(content) else content)
+            stopped = _with_stopped_mark(_kept_when_stopped(content))
             history[index] = {**history[index], "content": stopped}
         return history, gr.skip(), gr.skip()
 
@@ -652,34 +696,47 @@ class Handlers:
         """The kept-token view of the chosen window. A value out of range, or a document not ready, is one line in
         the caption (the inputs keep their values and show no error); the inputs' labels give their real ranges.
         With All documents chosen, the view shows `viewed`, the document of the source last opened."""
-        if doc_id == ALL_DOCUMENTS:
+        shown_from_all = doc_id == ALL_DOCUMENTS
+        if shown_from_all:
             doc_id = viewed
             if not doc_id:
-                return ("Open a source under an answer to see its document here.", "", "", *[gr.skip()] * 9)
+                return ("Open a source under an answer to see its document here.", "", "", *[gr.skip()] * 9, "", "")
         if not doc_id:
-            return ("Choose a document to see what the model kept of it.", "", "", *[gr.skip()] * 9)
+            return ("Choose a document to see what the model kept of it.", "", "", *[gr.skip()] * 9, "", "")
         try:
-            head_index = None if head in (None, "", ALL_HEADS, "all heads") else whole_number("attention view", head)
+            head_index = None if head in (None, "", ALL_HEADS, "all heads") else whole_number("group", head)
             window = self.ws.kept_window(doc_id, layer, head_index, start, size)
             retention = self.ws.retention(doc_id, by_page=x_axis == "page")
         except USER_ERRORS as exc:
-            return (f"**Cannot show this window:** {one_line(exc)}", "", "", *[gr.skip()] * 9)
+            return (f"**Cannot show this window:** {one_line(exc)}", "", "", *[gr.skip()] * 11)
         memory = self.ws.memory(doc_id)
+        summary = self.ws.kept_summary(doc_id)
         data = {"window": window, "retention": retention, "memory": {k: memory[k] for k in ("live", "samples")}}
         heads = [ALL_HEADS] + [str(i) for i in range(window["kv_heads"])]
         pages = window["pages"]
+        caption = render.window_caption(window, quoted)
+        if shown_from_all:  # the Document selector says All documents: the caption says which one this is
+            caption = f"**{sources.markdown_text(self.ws.document_name(doc_id))}** · {caption}"
         return (
-            render.window_caption(window, quoted),
-            render.legend_html(window["mode"], window.get("heads_counted", 0), bool(window.get("local_window"))),
+            caption,
+            render.legend_html(
+                window["mode"],
+                window.get("heads_counted", 0),
+                local=bool(window.get("local_window")),
+                whole=window["whole"],
+                quoted=render.quote_note(window, quoted) != "",
+            ),
             render.tokens_html(window, quoted),
             render.retention_html(retention),
             *_memory_frames(memory["rows"]),
             render.memory_caption(memory),
             data,
-            gr.update(choices=heads, label=f"Attention view (0-{window['kv_heads'] - 1}, or all)"),
+            gr.update(choices=heads, label=f"Group (0-{window['kv_heads'] - 1}, or all)"),
             window["start"],
             gr.update(label=f"Layer (0-{window['layers'] - 1})"),
             gr.update(value=window["page"] or 1, label=f"Go to page (PDF page 1-{pages})" if pages else "Go to page"),
+            render.kept_summary_html(summary, memory),
+            render.paper_terms_md(summary, window),
         )
 
     def reset_kept(self, doc_id):

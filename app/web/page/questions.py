@@ -53,6 +53,7 @@ class QuestionFeatures:
         )
         blocks.load(self.ready_choices, c.across_docs, c.across_docs, api_visibility="undocumented")
         c.library.change(self.ready_choices, c.across_docs, c.across_docs, api_visibility="undocumented")
+        c.across_docs.change(across_button, c.across_docs, c.ask_across, api_visibility="undocumented")
         return [reread, across]
 
     def ready_choices(self, chosen):
@@ -129,6 +130,12 @@ class QuestionFeatures:
         state = chat_state(self.workspace, doc_id, conversation_id)
         choices = conversation_choices(self.workspace.conversations(doc_id))
         return _with_last(shown, answer), state, gr.update(choices=choices, value=conversation_id)
+
+
+def across_button(chosen) -> dict:
+    """Ask across documents does something only with two or more documents picked beside it (the picker lists
+    ready ones only)."""
+    return gr.update(interactive=len(set(chosen or [])) >= 2)
 
 
 # The two answers of "Read again for this question", one under the other.

@@ -14,8 +14,8 @@ GLOSSARY = """**The method's terms** (the InfiniPot paper; docs/method.md explai
 - **|C|**: the entries kept each time the pot is full and is compressed (Continual Context Distillation).
 - **NuC** (novelty under compression): tokens kept because they surprised the model.
 - **CaP** (catalyst prompt): tokens kept because a summary request (CaP-G) or your question (CaP-Q) attends to them.
-- **KV head** (an *attention view* in "What the model kept"): one of the model's groups of attention heads; each
-  keeps its own entries.
+- **KV head** (a *group* in "What the model kept"): one of the model's groups of attention heads; each keeps its
+  own entries.
 - **Evidence**: the passages of the document the pot's attention and the question's words point to, read again
   word for word to answer."""
 

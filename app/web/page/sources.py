@@ -51,12 +51,24 @@ def _hovered(citation: dict) -> str:
     return f'<span title="{html.escape(snippet, quote=True)}">{html.escape(label)}</span>'
 
 
-# What the percentage after each source means, said once per answer.
+# What the percentage after each source means, said once per answer that shows one.
 SHARE_MEANING = " (%: the share of the answer's attention each place drew)"
 
 
+def by_share(citations: list[dict]) -> list[dict]:
+    """The citations as the Sources line lists them: the largest share of the answer's attention first, those whose
+    share is not shown (under 1%) after them, in their own order ("page 34 (4%) · page 2 (2%) · page 27 (1%)", not
+    the answer's own place first and the rest after it, which read as unsorted)."""
+    return sorted(citations, key=lambda citation: -max(round(100 * (citation.get("score") or 0.0)), 0))
+
+
 def sources_line(citations: list[dict]) -> str:
-    return "Sources: " + " · ".join(_hovered(c) for c in citations) + SHARE_MEANING if citations else ""
+    """'Sources: page 34 (4%) · page 2 (2%) · page 27' by share, and what the % means when a share is shown."""
+    if not citations:
+        return ""
+    shown = by_share(citations)
+    meaning = SHARE_MEANING if any(source_label(c) != c["label"] for c in shown) else ""
+    return "Sources: " + " · ".join(_hovered(c) for c in shown) + meaning
 
 
 def markdown_text(text: str) -> str:
@@ -91,6 +103,39 @@ def verbatim_source(citations: list[dict], answer: str) -> dict | None:
     return next((c for c in citations if said and " ".join((c.get("quote") or "").split()) == said), None)
 
 
+def named_sources(citations: list[dict], answer: str) -> list[tuple[dict, str]]:
+    """(citation, sentence) for each line of an answer that names several documents ('GPL-2 (line 95): the
+    sentence', ask.library.named_line), in the answer's order: the citation of that document and place whose quote
+    is that sentence or a part of it (a passage's text may start inside the sentence); [] unless every line of
+    the answer is one."""
+    lines = [" ".join(line.split()) for line in (answer or "").splitlines() if line.strip()]
+    if len(lines) < 2:
+        return []
+    found = []
+    for line in lines:
+        cited = next(((c, said) for c in citations if (said := _named_sentence(c, line))), None)
+        if cited is None:
+            return []
+        found.append(cited)
+    return found
+
+
+def _named_sentence(citation: dict, line: str) -> str:
+    """The sentence of a line naming this citation's document and place ('GPL-2 (line 95): ...') that holds its
+    quote, or is held in it; '' when the line is not this citation's."""
+    document, quote = citation.get("document"), " ".join((citation.get("quote") or "").split())
+    if not document or not quote:
+        return ""
+    place = citation["label"].removeprefix(f"{document}, ")
+    sentence = line.removeprefix(f"{document} ({place}): ")
+    return sentence if sentence != line and (quote in sentence or sentence in quote) else ""
+
+
+def _quoted_whole(citation: dict, sentence: str) -> str:
+    quote = markdown_text(shortened(sentence, WHOLE_QUOTE_CHARS))
+    return f"> **{markdown_text(citation['label'])}** “{quote}”"
+
+
 def marked(sentence: str, answer: str) -> str:
     """The sentence as Markdown, with the words the answer shares with it in bold."""
     words = {w.lower() for w in marked_words(sentence, answer)}
@@ -123,10 +168,13 @@ def chat_message(
         return {"role": role, "content": content}
     citations = one_per_place(citations)
     source = verbatim_source(citations, content) if answerable and not stopped else None
+    named = named_sources(citations, content) if answerable and not stopped else []
     if source is not None:
         # The answer is a sentence of the document: it is shown as that place's quote, and no other quote stands
         # under it as if it were the answer's source.
         content, quoted = f"> **{markdown_text(source['label'])}** “{markdown_text(content.strip())}”", ""
+    elif named:  # several documents answered, each with its sentence: each is shown as its place's quote
+        content, quoted = "\n>\n".join(_quoted_whole(c, sentence) for c, sentence in named), ""
     else:
         quoted = quotes(citations, content)
     line = sources_line(citations)
@@ -135,15 +183,41 @@ def chat_message(
     return {
         "role": role,
         "content": f"{content}\n\n*{line}*" + (f"\n\n{quoted}" if quoted else ""),
-        "options": [{"value": source_value(c, content), "label": source_label(c)} for c in citations],
+        "options": [{"value": source_value(c, content), "label": source_label(c)} for c in _listed(citations, named)],
     }
+
+
+def _listed(citations: list[dict], named: list[tuple[dict, str]]) -> list[dict]:
+    """The sources' buttons: by share, or, under an answer naming several documents, each named place first in the
+    answer's order (the place each document's sentence is in), then the others by share."""
+    first = [citation for citation, _ in named]
+    return first + [c for c in by_share(citations) if not any(c is f for f in first)]
+
+
+def folded_summary(content: str) -> str:
+    """A summary as the page shows it: its opening (the first paragraph: what the document is), then the rest (the
+    outline with what each part says, or a log's errors and incidents) in a fold one click away, named by its
+    headings, so that the whole fits a screen."""
+    opening, gap, rest = content.partition("\n\n")
+    if not gap or not rest.strip():
+        return content
+    lines = rest.strip().splitlines()
+    headings = [line[:-1] for line in lines if line.endswith(":") and not line.startswith(("-", " "))]
+    if len(headings) == 1 and lines[0] == f"{headings[0]}:":  # the fold's label says it: not twice
+        parts = sum(line.startswith("- ") for line in lines)
+        label, lines = f"{headings[0]}: {parts} part{'s' * (parts != 1)}", lines[1:]
+    else:
+        label = " · ".join(headings) or "More"
+    body = "\n".join(lines).strip()
+    return f"{opening}\n\n<details><summary>{label}</summary>\n\n{body}\n\n</details>"
 
 
 def outline_message(content: str, parts: list[dict], stopped: bool = False) -> dict:
     """A summary's Chatbot message: its text, and its outline as one option per part ("2 ASN.1 structure handling
     · page 5"), each opening the document at the part's first token, as a source does, marking its first point."""
+    content = folded_summary(content or "")
     if stopped:
-        content = (content or "").rstrip() + STOPPED_MARK
+        content = content.rstrip() + STOPPED_MARK
     options = []
     for part in parts:
         place = f"page {part['page']:,}" if part.get("page") else (f"line {part['line']:,}" if part.get("line") else "")
