@@ -24,19 +24,19 @@ from infinipot.app.ask.follow_up import (
     turns_in_view,
     writer_turns,
 )
-from infinipot.app.ask.held import HeldStream
+from infinipot.app.ask.holding_stream import HeldStream
 from infinipot.app.ask.library import LibraryConfig, LibraryStats
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pots import open_general_pot, open_pot_read_with
 from infinipot.app.ask.progress import WRITING, AskStage, looked_at, passages, until_stopped
 from infinipot.app.ask.stats import AskStats
-from infinipot.app.heap import return_freed_memory
 from infinipot.app.library import documents
 from infinipot.app.library.documents import DocumentNotFound
 from infinipot.app.library.general_pot import general_pot, question_config
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count, write_token_ids
+from infinipot.app.memory_trim import return_freed_memory
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.app.read.file_reader import FileReader
 from infinipot.app.read.many import DocumentDone, LibraryProgress, library_files, read_here, total_bytes
@@ -720,7 +720,7 @@ def _ignore(stage: AskStage) -> None:
 
 
 def _then_freed(pieces: Iterator[str]) -> Iterator[str]:
-    """The pieces, then the memory they needed given back (app/heap.py), however the stream ends."""
+    """The pieces, then the memory they needed given back (app/memory_trim.py), however the stream ends."""
     try:
         yield from pieces
     finally:

@@ -7,7 +7,7 @@ the prompt too, and made answers worse).
 Two rules, which work together:
 - `no_repeat_ngram` (token level): a token that would complete an n-gram the answer already contains is banned.
   It breaks loops that have no sentence shape ("and the and the and the"). The same n-gram of the answer's
-  words is banned too, words compared by their keys (core.word_match: case, a leading space and an inflection
+  words is banned too, words compared by their keys (core.words.token_keys: case, a leading space and an inflection
   aside) with punctuation and line breaks skipped: "The text is a" and "the text is a\ncontinuation" are one
   phrase to it, though their tokens differ.
 - `stop_on_repeat` (text level, `RepeatStop`): the answer ends before a sentence or line it already wrote.
@@ -104,7 +104,7 @@ class DecodingConfig:
 
 
 class WordKeys(NamedTuple):
-    """The vocabulary's word keys (core.word_match.token_keys) in the two forms the word ban reads."""
+    """The vocabulary's word keys (core.words.token_keys) in the two forms the word ban reads."""
 
     tensor: torch.Tensor  # (V,) int64
     listed: list[int]  # the same, for per-token lookups
@@ -136,7 +136,7 @@ def banned_words(answer_ids: Sequence[int], keys: Sequence[int] | None, n: int) 
     """Word keys that would complete a word n-gram the answer already contains (n = 0 or no keys: none): the
     token rule (`banned_tokens`) over the answer's words.
 
-    keys: each vocabulary entry's key (core.word_match.token_keys, as a list), NO_KEY (negative) for entries
+    keys: each vocabulary entry's key (core.words.token_keys, as a list), NO_KEY (negative) for entries
     without a letter or digit; the answer's tokens with a key are its words, in order, the others are skipped."""
     if keys is None:
         return set()

@@ -1,4 +1,5 @@
-"""The engine's public face: read a token stream into a pot, then answer questions from that pot."""
+"""The engine's public face: read a token stream into a pot, then generate from that pot (the answer stage that
+chooses what is read and checks what is said is core.answer)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,12 @@ from .decoding import DecodingConfig, RepeatStop, WordKeys, decoding_for
 from .distill import distill
 from .errors import PotTooSmallError
 from .generate import Prior, TextStreamer, generate, stop_token_ids, tokens_for_text
-from .grounding import allowed_tokens, function_word_flags
 from .model import LoadedModel
 from .pot import Pot
 from .prompts import PromptLayout, catalyst_texts, encode
 from .reader import ContinualReader
-from .rerank import Judgement, question_judgements
 from .scorers import make_scorer
-from .word_match import content_word_lengths, neighbour_keys, token_keys
-from .words import TokenBoundaries, token_boundaries, vocabulary
+from .words import TokenBoundaries, token_boundaries, token_keys
 
 T = TypeVar("T")
 
@@ -100,7 +98,7 @@ class Engine:
         """Rows of the model's output embedding: the ids it can produce (can exceed the tokenizer's vocabulary)."""
         return self.model.get_output_embeddings().weight.shape[0]
 
-    def _table(self, name: str, build: Callable[[], T]) -> T:
+    def table(self, name: str, build: Callable[[], T]) -> T:
         """The model's table `name` (a vocabulary table, or the opening's pot), built on first use and kept with
         the loaded model (LoadedModel.tables): every Engine of the model shares it, and an Engine is made per
         question."""
@@ -116,7 +114,7 @@ class Engine:
     def _vocabulary_boundaries(self) -> TokenBoundaries:
         """Word starts, sentence ends and line ends on the CPU, for NuC and the evidence (one pass over the
         vocabulary, made once per model)."""
-        return self._table("boundaries", lambda: token_boundaries(self.tokenizer, self.vocab_size))
+        return self.table("boundaries", lambda: token_boundaries(self.tokenizer, self.vocab_size))
 
     def sentence_ends(self) -> torch.Tensor:
         """(V,) bool: the vocabulary entries that end a sentence or a line (core.words)."""
@@ -131,13 +129,13 @@ class Engine:
         return self._vocabulary_boundaries().line_ends
 
     def word_keys(self) -> torch.Tensor:
-        """(V,) int64: each vocabulary entry's case- and space-free key (core.word_match), made once per model."""
-        return self._table("word keys", lambda: token_keys(self.tokenizer, self.vocab_size))
+        """(V,) int64: each vocabulary entry's case- and space-free key (core.words.token_keys), made once per model."""
+        return self.table("word keys", lambda: token_keys(self.tokenizer, self.vocab_size))
 
     def answer_word_keys(self) -> WordKeys:
         """The word keys in the form the answer's word n-gram ban reads them (core.decoding), made once per model
         and kept on the model's device, where each answer step's logits are."""
-        return self._table("answer word keys", lambda: WordKeys.of(self.word_keys().to(self.loaded.device)))
+        return self.table("answer word keys", lambda: WordKeys.of(self.word_keys().to(self.loaded.device)))
 
     def read(self, chunks: Iterable[list[int]], on_step: Callable[[Pot], None] | None = None) -> Pot:
         """Read a whole token stream (without the template opening, which is added here)."""
@@ -173,7 +171,8 @@ class Engine:
         `pot_entries` (with `evidence` only; core.answer.evidence.EvidenceConfig.pot_entries): how much of the pot the
         spans follow: None all of it, 0 none (only the chat template's opening), N a copy distilled to N entries
         with the question as catalyst. `question_first`: the question is also written before the spans.
-        `allowed_tokens` (V,) bool: the only vocabulary entries the answer may write (answer_vocabulary).
+        `allowed_tokens` (V,) bool: the only vocabulary entries the answer may write (core.answer.grounding's
+        answer_vocabulary).
         `history`: earlier (question, answer) turns of the conversation, oldest first: they are written as chat
         turns after the evidence, and `question` is asked as the next turn (a follow-up sees what "it" is).
         """
@@ -200,31 +199,6 @@ class Engine:
             allowed=allowed_tokens,
         )
 
-    def function_words(self) -> torch.Tensor:
-        """(V,) bool: the vocabulary entries that are function words (core.grounding), made once per model."""
-        return self._table(
-            "function words",
-            lambda: function_word_flags(vocabulary(self.tokenizer, self.vocab_size), self.word_keys()),
-        )
-
-    def word_neighbours(self, question_ids: list[int], most: int, least_similarity: float) -> set[int]:
-        """The word keys the model's input embeddings put nearest the question's content words
-        (core.word_match.neighbour_keys); the entries' word lengths and the embeddings' norms are made once."""
-        embeddings = self.model.get_input_embeddings().weight.detach()  # (V', hidden)
-        lengths = self._table(
-            "content word lengths",
-            lambda: content_word_lengths(
-                vocabulary(self.tokenizer, self.vocab_size), self.word_keys(), self.function_words()
-            ),
-        )  # (V,)
-        norms = self._table("embedding norms", lambda: embeddings.float().norm(dim=1))  # (V',) fp32
-        return neighbour_keys(question_ids, self.word_keys(), lengths, embeddings, norms, most, least_similarity)
-
-    def answer_vocabulary(self, sources: Sequence[Sequence[int]]) -> torch.Tensor:
-        """(V,) bool on the model's device: what an answer drawn from `sources` (token ids of the passages and the
-        question) may write: their words, function words, punctuation (core.grounding)."""
-        return allowed_tokens(self.word_keys(), self.function_words(), sources).to(self.loaded.device)
-
     def request_room(self) -> int:
         """Most tokens a request and its answer may take after a full pot distilled to |C| (compressing
         methods); `full` has no bound here (the model's context decides)."""
@@ -232,30 +206,13 @@ class Engine:
             return 1 << 62
         return self.config.pot_size - self.config.keep_size
 
-    def question_likelihoods(self, spans: Sequence[Sequence[int]], question: str, context: str = "") -> list[float]:
-        """How likely the question is as the one each span alone answers: mean log-probability of its tokens
-        (core.rerank; higher is likelier). `context`: earlier questions written before it on their own line and
-        not scored, so a follow-up ("What version of it?") is judged as what it asks after them."""
-        return [judged.score for judged in self.question_judgements(spans, question, context, detail=False)]
-
-    def question_judgements(
-        self, spans: Sequence[Sequence[int]], question: str, context: str = "", detail: bool = True
-    ) -> list[Judgement]:
-        """question_likelihoods with, when `detail`, each question token's log-probability and the model's last
-        hidden state after the question (core.rerank.Judgement), from the same forwards."""
-        _, question_ids = self.question_parts(question)
-        context_ids = encode(self.tokenizer, context.strip() + "\n") if context.strip() else []
-        return question_judgements(
-            self.model, self.opening_pot(), spans, self.rerank_request_ids, question_ids, context_ids, detail
-        )
-
     def opening_pot(self) -> Pot:
         """A pot of the chat template's opening alone, before any document: what passages read without the
         pot follow. Read once per loaded model (a few dozen tokens, ~0.1 s on 2 CPU cores, and an Engine is made
         per question); answers never change it. The pot settings do not change it: a few dozen tokens never fill
         a pot, so nothing is compressed and no catalyst is read (one per question pot's settings would also pile
         up with every question read again)."""
-        return self._table("opening pot", lambda: self.read([]))
+        return self.table("opening pot", lambda: self.read([]))
 
     def local_window(self, layer: int) -> int | None:
         """How many of the latest tokens layer `layer` sees when it is a local (sliding-window) layer whose window

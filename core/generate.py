@@ -66,7 +66,7 @@ def generate(
     yielded. The n-gram bans see only the tokens yielded here, never the request or the pot (the word ban needs
     `word_keys`). With `prior` and
     `decoding.contrast`, the same answer is also run after `prior` and each choice is contrasted with it.
-    `allowed` (V,) bool: the only entries the answer may write (core.grounding); None: any.
+    `allowed` (V,) bool: the only entries the answer may write (core.answer.grounding); None: any.
 
     With `drafts` (core.copy_drafts), each token is read together with a draft of the next ones; a drafted token
     the decoding then chooses costs no forward of its own, and the first one it does not choose is dropped from the

@@ -12,7 +12,7 @@ _SENTINEL = "\u2063INFINIPOT-DOCUMENT\u2063"
 def catalyst_texts() -> dict[str, str]:
     """Instructions shipped in assets/cap_prompts.json: the catalysts "general" and "question" (with {question}),
     "summary", "answer" (with {question}), the wording a question is asked in, and "rerank", the request after
-    which evidence spans are scored by the question's likelihood (core.rerank)."""
+    which evidence spans are scored by the question's likelihood (core.answer.rerank)."""
     return json.loads(resources.files("infinipot.assets").joinpath("cap_prompts.json").read_text(encoding="utf-8"))
 
 

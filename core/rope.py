@@ -43,22 +43,6 @@ def inverse_rotation(cos_sin: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.
     return cos / norm, _signed(-sin / norm)
 
 
-def rotation_between(
-    old_cos_sin: tuple[torch.Tensor, torch.Tensor], new_cos_sin: tuple[torch.Tensor, torch.Tensor]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """R(new) R(old)^-1 in `rotate_in_place`'s form: one rotation that moves a key from old to new positions.
-
-    Composed from the two positions' own cos/sin rather than from the angle of new - old, so a moved key equals
-    the model's key at `new` as closely as reposition_keys' undo-then-redo (a delta angle would carry the
-    rounding of old * theta, ~1e-4 at position 4K). With c, s = old and C, S = new:
-    cos = (C c + S s) / (c^2 + s^2), sin = (S c - C s) / (c^2 + s^2).
-    """
-    cos, sin = old_cos_sin
-    new_cos, new_sin = new_cos_sin
-    norm = cos * cos + sin * sin  # (..., rot): 1, or yarn's m^2
-    return (new_cos * cos + new_sin * sin) / norm, _signed((new_sin * cos - new_cos * sin) / norm)
-
-
 def _signed(sin: torch.Tensor) -> torch.Tensor:
     """sin with its first half negated: rotate_half(x) * sin == roll(x, half) * _signed(sin)."""
     half = sin.shape[-1] // 2

@@ -36,10 +36,10 @@ from .answer.evidence import (
     holds_whole_document,
     verbatim_tail_start,
 )
+from .answer.grounding import unsupported_words
 from .decoding import DecodingConfig
 from .engine import AnswerStats, Engine
 from .errors import PotTooSmallError
-from .grounding import unsupported_words
 from .pot import Pot
 from .summary_opening import (
     is_furniture,

@@ -13,6 +13,10 @@ A kept word without its sentence is a fact about nothing: after seven compressio
 " is 19299." in every head but not "The pass key" before it, and a question-distilled copy answered "1".
 `max_over_sentences` gives every token of a sentence the score of its most novel word, so a surprising fact
 is kept with what it is about (chunk-level selection, as in ChunkKV); the same copy then found the key.
+
+Words are compared by their keys (`token_keys`): a vocabulary entry's word without case, space marker or a plain
+inflection. The answer's word n-gram ban (core.decoding) and the answer stage's word matching (core.answer)
+read them.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ _SENTENCE_STOPS = (".", "!", "?")  # not ":" or ";": "Passcode: 4417" is one sta
 # A run of text with no sentence end (a table row, code, a list without stops) is cut into spans of at most
 # this many tokens, so one missing full stop cannot tie hundreds of tokens to one score.
 LONGEST_SENTENCE = 64
+# A vocabulary entry with no letter or digit (punctuation, spaces) has no word key and never matches a word.
+NO_KEY = -1
+# Endings folded away, longest first; a stem keeps at least _STEM_LETTERS letters ("bus" stays "bus").
+_INFLECTIONS = ("ing", "ies", "ed", "es", "s")
+_STEM_LETTERS = 3
 
 
 def token_starts_word(token: str | None) -> bool:
@@ -45,6 +54,39 @@ def token_starts_word(token: str | None) -> bool:
 def vocabulary(tokenizer, vocab_size: int) -> list[str | None]:
     """The vocabulary entries of ids below `vocab_size` that the tokenizer knows."""
     return tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
+
+
+def fold_inflection(word: str) -> str:
+    """A lower-case alphabetic word without a plain English inflection and without a final "e", so that
+    "line"/"lines", "process"/"processes"/"processed" and "flash"/"flashes" fold alike. Crude on purpose: the
+    question and the document are folded the same way, so a wrong stem only merges two rare words."""
+    if not word.isalpha():
+        return word
+    for ending in _INFLECTIONS:
+        stem = word[: -len(ending)]
+        if word.endswith(ending) and len(stem) >= _STEM_LETTERS and not (ending == "s" and stem.endswith("s")):
+            word = stem + ("y" if ending == "ies" else "")
+            break
+    if word.endswith("e") and len(word) > _STEM_LETTERS:
+        word = word[:-1]
+    return word
+
+
+def token_keys(tokenizer, vocab_size: int) -> torch.Tensor:
+    """(V,) int64: each vocabulary entry's key, equal for entries that differ only in case, a leading space or
+    an inflection (fold_inflection); NO_KEY for entries with no letter or digit and for ids past the tokenizer's
+    vocabulary."""
+    known = vocabulary(tokenizer, vocab_size)
+    keys = torch.full((vocab_size,), NO_KEY, dtype=torch.int64)
+    numbering: dict[str, int] = {}
+    special = {i for i in tokenizer.all_special_ids if i is not None}
+    for index, token in enumerate(known):
+        if not token or index in special:
+            continue
+        word = token.strip(SPACE_MARKERS).lower()
+        if any(ch.isalnum() for ch in word):
+            keys[index] = numbering.setdefault(fold_inflection(word), len(numbering))
+    return keys
 
 
 def _flags(tokens: list[str | None], vocab_size: int, rule, past_vocabulary: bool) -> torch.Tensor:

@@ -16,7 +16,7 @@ from tiny_models import build_attending_model, random_ids, save_attending_model_
 
 from infinipot.app.ask.citing import CitingConfig, cite_tokens
 from infinipot.app.cli import main
-from infinipot.core.citations import CitationConfig, answer_attention, document_token_scores
+from infinipot.core.answer.citations import CitationConfig, answer_attention, document_token_scores
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.model import LoadedModel

@@ -6,6 +6,7 @@ from helpers import record_cache_lengths, reference_greedy
 from tiny_models import ARCHITECTURES, GEMMA3_WINDOW, random_ids, tiny_loaded
 
 from infinipot.core import hf_adapter
+from infinipot.core.answer.rerank import question_likelihoods
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig, choose_token, contrasted, sampler
 from infinipot.core.distill import catalyst_attention, compress_pot
@@ -298,8 +299,8 @@ def test_the_vocabulary_tables_are_made_once_per_model_and_shared_by_its_engines
     """An Engine is made per stored pot opened, so per question: the passes over the vocabulary (word keys, sentence
     and line ends, function words) are kept with the loaded model, not the Engine (issue 55: they cost a 100K pot's
     question ~0.45 s)."""
-    from infinipot.core.word_match import token_keys
-    from infinipot.core.words import token_boundaries
+    from infinipot.core.answer.grounding import function_word_entries
+    from infinipot.core.words import token_boundaries, token_keys
 
     loaded = tiny_loaded()
     first, second = Engine(loaded, PotConfig(pot_size=64)), Engine(loaded, PotConfig(pot_size=128, keep_size=32))
@@ -309,7 +310,7 @@ def test_the_vocabulary_tables_are_made_once_per_model_and_shared_by_its_engines
     fresh = token_boundaries(loaded.tokenizer, first.vocab_size)
     assert torch.equal(first.sentence_ends(), fresh.sentence_ends)
     assert torch.equal(first.line_ends(), fresh.line_ends) and torch.equal(first.word_starts(), fresh.word_starts)
-    assert second.function_words() is first.function_words()
+    assert function_word_entries(second) is function_word_entries(first)
     assert second.answer_word_keys() is first.answer_word_keys()
     other = tiny_loaded()  # another loaded model keeps tables of its own
     assert Engine(other, PotConfig(pot_size=64)).word_keys() is not first.word_keys()
@@ -336,7 +337,7 @@ def test_the_openings_pot_is_read_once_per_model_and_no_answer_changes_it():
     evidence = [random_ids(12, seed=3), random_ids(9, seed=4)]
     pot = first.read([random_ids(100, seed=2)])
     "".join(first.answer(pot, "Where is it?", max_new_tokens=6, evidence=evidence, pot_entries=0))
-    first.question_likelihoods(evidence, "Where is it?")
+    question_likelihoods(first, evidence, "Where is it?")
     assert all(torch.equal(a, b) for a, b in zip(before, (*opening.keys, *opening.values), strict=True))
 
 

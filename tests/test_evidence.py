@@ -15,6 +15,7 @@ from infinipot.app.ask.modes import AnswerSettings
 from infinipot.app.cli import main
 from infinipot.app.service import DocumentService
 from infinipot.core import hf_adapter
+from infinipot.core.answer.citations import answer_attention
 from infinipot.core.answer.evidence import (
     Bucket,
     EvidenceConfig,
@@ -34,7 +35,7 @@ from infinipot.core.answer.evidence import (
     with_neighbours,
     words_per_attention,
 )
-from infinipot.core.citations import answer_attention
+from infinipot.core.answer.rerank import question_likelihoods
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.engine import AnswerStats, Engine
@@ -609,14 +610,14 @@ def test_a_span_in_the_pots_tail_is_read_unless_the_whole_pot_precedes_the_spans
     assert (tail[0].ids in spans_to_read(spans)) != held
 
 
-# -- reranking the candidates by the question's likelihood (core.rerank) -----------------------------------
+# -- reranking the candidates by the question's likelihood (core.answer.rerank) ----------------------------
 
 
 def test_question_likelihoods_of_a_padded_batch_equal_a_plain_forward_over_each_span():
     engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
     spans = [random_ids(length, seed=20 + length) for length in (5, 31, 12, 47, 3, 22, 9, 40, 17)]  # 2 batches
     question = "Who made the theodolite?"
-    scores = engine.question_likelihoods(spans, question)
+    scores = question_likelihoods(engine, spans, question)
     _, question_ids = engine.question_parts(question)
     expected = []
     with torch.no_grad():
@@ -631,14 +632,14 @@ def test_question_likelihoods_of_a_padded_batch_equal_a_plain_forward_over_each_
 
 @pytest.mark.parametrize("attention", [None, "sdpa", "eager"], ids=["ours", "sdpa", "eager"])
 def test_short_rows_share_a_batch_row_and_each_scores_as_if_read_alone(monkeypatch, attention):
-    """Rows laid side by side in one batch row (core.rerank._packed) see the opening and themselves only: each
-    span's score is its score in a forward of its own, and the 9 spans go in one forward of fewer batch rows."""
+    """Rows laid side by side in one batch row (core.answer.rerank._packed) see the opening and themselves only:
+    each span's score is its score in a forward of its own, and the 9 spans go in one forward of fewer batch rows."""
     engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
     spans = [random_ids(length, seed=40 + length) for length in (3, 5, 9, 60, 12, 55, 4, 8, 47)]
     question = "Who made the theodolite?"
     if attention is not None:  # None: the engine's own (hf_adapter.use_reader_sdpa)
         engine.model.set_attn_implementation(attention)
-    alone = [engine.question_likelihoods([span], question)[0] for span in spans]
+    alone = [question_likelihoods(engine, [span], question)[0] for span in spans]
     forwards = []
     run_decoder = hf_adapter.run_decoder
     monkeypatch.setattr(
@@ -646,14 +647,14 @@ def test_short_rows_share_a_batch_row_and_each_scores_as_if_read_alone(monkeypat
         "run_decoder",
         lambda model, cache, ids, *rest: forwards.append(ids.shape) or run_decoder(model, cache, ids, *rest),
     )
-    scores = engine.question_likelihoods(spans, question)
+    scores = question_likelihoods(engine, spans, question)
     assert len(forwards) == 1 and forwards[0][0] < len(spans)
     assert scores == pytest.approx(alone, abs=1e-4)
     assert len(set(round(s, 4) for s in scores)) > 1
 
 
 def test_rows_are_packed_first_fit_within_the_longest_row_and_forwards_keep_their_token_bound():
-    from infinipot.core.rerank import _forwards, _packed
+    from infinipot.core.answer.rerank import _forwards, _packed
 
     lengths = [107, 31, 100, 68, 35, 91, 42, 71, 64, 60]
     bins, filled = _packed(lengths, share_rows=True)
@@ -672,7 +673,7 @@ def test_a_follow_up_is_scored_alone_after_the_earlier_question_it_leans_on():
     engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=96))
     spans = [random_ids(length, seed=60 + length) for length in (7, 19, 33)]
     earlier, question = "Under which license is this manual distributed?", "What version of it?"
-    scores = engine.question_likelihoods(spans, question, context=earlier)
+    scores = question_likelihoods(engine, spans, question, context=earlier)
     _, question_ids = engine.question_parts(question)
     context_ids = encode(engine.tokenizer, earlier + "\n")
     expected = []
@@ -683,17 +684,18 @@ def test_a_follow_up_is_scored_alone_after_the_earlier_question_it_leans_on():
             logprobs = torch.log_softmax(logits[-len(question_ids) - 1 : -1], dim=-1)  # (q, V): the follow-up only
             expected.append(logprobs.gather(1, torch.tensor(question_ids)[:, None]).mean().item())
     assert scores == pytest.approx(expected, abs=1e-4)
-    assert scores != pytest.approx(engine.question_likelihoods(spans, question), abs=1e-4)  # the context counts
+    assert scores != pytest.approx(question_likelihoods(engine, spans, question), abs=1e-4)  # the context counts
 
 
-class ScoredEngine:
-    """Stands in for Engine.question_likelihoods with a fixed score per span (its first token)."""
+class FixedScores:
+    """Stands in for the reranker (core.answer.rerank.question_likelihoods) with a fixed score per span (its first
+    token)."""
 
     def __init__(self, scores: dict[int, float]) -> None:
         self.scores = scores
         self.asked: list[list[int]] = []
 
-    def question_likelihoods(self, spans, question):
+    def __call__(self, engine, spans, question):
         self.asked.append([span[0] for span in spans])
         return [self.scores[span[0]] for span in spans]
 
@@ -702,15 +704,17 @@ def span_at(start: int, held: bool = False) -> Span:
     return Span(start, start + 4, (start, start + 1, start + 2, start + 3), 0.1, start, held)
 
 
-def test_the_likeliest_spans_are_read_in_document_order_and_held_spans_stay_cited():
+def test_the_likeliest_spans_are_read_in_document_order_and_held_spans_stay_cited(monkeypatch):
     spans = [span_at(0), span_at(10), span_at(20), span_at(30), span_at(40, held=True)]
-    engine = ScoredEngine({0: -3.0, 10: -1.0, 20: -4.0, 30: -2.0})
+    scores = FixedScores({0: -3.0, 10: -1.0, 20: -4.0, 30: -2.0})
+    monkeypatch.setattr("infinipot.core.answer.evidence.question_likelihoods", scores)
+    engine = None  # the fixed scores stand in for the model's
     kept = most_likely_spans(engine, spans, "Why?", 2)
     assert [s.start for s in kept] == [10, 30, 40]  # the best two, in document order, and the held span
-    assert engine.asked == [[0, 10, 20, 30]]  # held spans are not scored: they are not read
+    assert scores.asked == [[0, 10, 20, 30]]  # held spans are not scored: they are not read
     assert most_likely_spans(engine, spans, "Why?", 0) == spans  # 0: every candidate
     assert most_likely_spans(engine, spans, "Why?", 4) == spans  # no more candidates than that: nothing to score
-    assert len(engine.asked) == 1
+    assert len(scores.asked) == 1
     # the likeliest last, right before the question; the held span first (cited, not read)
     assert [s.start for s in most_likely_spans(engine, spans, "Why?", 3, "likelihood")] == [40, 0, 30, 10]
     assert [s.start for s in most_likely_spans(engine, spans, "Why?", 4, "likelihood")] == [40, 20, 0, 30, 10]
@@ -728,7 +732,7 @@ def test_find_evidence_reads_only_the_spans_the_question_is_likeliest_after():
     in_order = EvidenceConfig(read_spans=2, order="document", **small)
     in_document_order = find_evidence(engine, pot, question, 900, fetch_from(document), in_order, 8)
     assert len(every) > 2 and len(read) == 2
-    scores = engine.question_likelihoods([s.ids for s in every], question)
+    scores = question_likelihoods(engine, [s.ids for s in every], question)
     best = sorted(range(len(every)), key=lambda i: -scores[i])[:2]
     assert [(s.start, s.end) for s in read] == [(every[i].start, every[i].end) for i in reversed(best)]  # best last
     assert [(s.start, s.end) for s in in_document_order] == sorted((every[i].start, every[i].end) for i in best)

@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 from tiny_models import tiny_loaded
 
+from infinipot.core.answer import answer_sentences
 from infinipot.core.answer.answer_confidence import (
     FEATURES,
     WRITER_FEATURES,
@@ -74,13 +75,13 @@ def judged(engine, monkeypatch, scores: dict[str, float], written: str | None = 
             raise AssertionError("the writer ran where the judge's signals decide alone")
         return iter([written])
 
-    def likelihoods(rows, question, context=""):
+    def likelihoods(judging, rows, question, context=""):
         calls.append((context, question))
         texts = [engine.tokenizer.decode(row).strip() for row in rows]
         return [NO_TEXT if not text else scores.get(text, -5.0) for text in texts]
 
     monkeypatch.setattr(engine, "answer", answer)
-    monkeypatch.setattr(engine, "question_likelihoods", likelihoods)
+    monkeypatch.setattr(answer_sentences, "question_likelihoods", likelihoods)
     return calls
 
 
@@ -260,8 +261,11 @@ def test_a_long_closest_sentence_is_quoted_by_its_first_words_in_a_not_found_ans
     table = "Header: " + " ".join(f"4 CARD32 FIELD_{index}_OFFSET" for index in range(20)) + "."
     # The judge reads a long sentence's first tokens: rank the table best by its start.
     texts = lambda rows: [engine.tokenizer.decode(row) for row in rows]  # noqa: E731
-    scores = lambda rows, question, context="": [0.0 if t.startswith("Header") else -0.1 for t in texts(rows)]  # noqa: E731
-    monkeypatch.setattr(engine, "question_likelihoods", scores)
+
+    def scores(judging, rows, question, context=""):
+        return [0.0 if t.startswith("Header") else -0.1 for t in texts(rows)]
+
+    monkeypatch.setattr(answer_sentences, "question_likelihoods", scores)
     text, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD), passages=[table, PASSAGES[0]])
     assert not verdict.answerable and verdict.sentence.text == table  # the whole sentence stays the quote shown
     quoted = text.removeprefix(f"{NOT_ANSWERED} The closest passage: “").removesuffix("”")
@@ -403,7 +407,7 @@ def test_a_word_the_quoted_passage_holds_in_any_form_is_never_said_to_be_missing
 
 def test_a_document_uses_a_word_it_hyphenates_at_a_line_break_or_inside():
     from infinipot.app.ask.evidence import written_forms
-    from infinipot.core.grounding import holds_word, word_keys
+    from infinipot.core.answer.grounding import holds_word, word_keys
 
     found = word_keys(written_forms("Send an e-mail to the main-\n   tainer of the docu\u2010\n      ment."))
     for word in ("email", "e-mail", "maintainer", "document"):

@@ -8,11 +8,11 @@ from tiny_models import tiny_loaded
 
 from infinipot.app.ask.quoting import answer_sentence, answer_words, arranged_citations, marked_words
 from infinipot.app.web.page.sources import chat_message, source_label
+from infinipot.core.answer.grounding import allowed_tokens, answer_vocabulary, content_words, unsupported_words
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
-from infinipot.core.grounding import allowed_tokens, content_words, unsupported_words
 from infinipot.core.prompts import encode
-from infinipot.core.word_match import NO_KEY
+from infinipot.core.words import NO_KEY
 
 
 def test_the_answer_may_write_the_passages_words_function_words_and_punctuation_only():
@@ -25,7 +25,7 @@ def test_the_answer_may_write_the_passages_words_function_words_and_punctuation_
 def test_a_vocabulary_limited_answer_writes_nothing_outside_it():
     engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=64))
     passage = encode(engine.tokenizer, "the fox jumps over the dog")
-    allowed = engine.answer_vocabulary([passage])
+    allowed = answer_vocabulary(engine, [passage])
     pot = engine.read([passage])
     free, limited = AnswerStats(), AnswerStats()
     "".join(engine.answer(pot, "what does the fox do", 12, free, allowed_tokens=None))

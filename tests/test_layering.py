@@ -1,8 +1,9 @@
 """The layering, read from the source's imports (the AST, imports inside functions included).
 
 core, ingest and storage import none of each other (storage never imports core) and never import app;
-the app's subpackages import only downward (errors < library < read < ask < service < web, bench < cli); and
-no module takes part in an import circle.
+the app's subpackages import only downward (errors < library < read < ask < service < web, bench < cli); the
+engine and the core modules under it never reach the answer stage (core.answer); and no module takes part in an
+import circle.
 """
 
 from __future__ import annotations
@@ -15,8 +16,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"core": "core", "ingest": "ingest", "storage": "storage", "app": "app"}
 
+# The summary's modules: the only ones in core outside core.answer that import it.
+SUMMARY = ("infinipot.core.summary", "infinipot.core.summary_opening")
+
 # Rank of each part of app/: a module may import its own part or a lower rank, never a higher or an equal other.
-APP_RANKS = {"errors": 0, "heap": 0, "library": 1, "read": 2, "ask": 3, "service": 4, "web": 5, "bench": 5, "cli": 6}
+APP_RANKS = {
+    "errors": 0,
+    "memory_trim": 0,
+    "library": 1,
+    "read": 2,
+    "ask": 3,
+    "service": 4,
+    "web": 5,
+    "bench": 5,
+    "cli": 6,
+}
 
 
 def module_name(path: Path) -> str:
@@ -34,8 +48,8 @@ def all_modules() -> dict[str, Path]:
     return found
 
 
-def imported_modules(path: Path, name: str, known: dict[str, Path]) -> set[str]:
-    """Project modules imported anywhere in the file, each resolved to the most specific known module."""
+def named_imports(path: Path, name: str, known: dict[str, Path]) -> set[str]:
+    """The modules the file's imports name, anywhere in it, as written (relative ones made absolute)."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     targets: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -52,8 +66,13 @@ def imported_modules(path: Path, name: str, known: dict[str, Path]) -> set[str]:
             for alias in node.names:
                 submodule = f"{module}.{alias.name}"
                 targets.add(submodule if submodule in known else module)
+    return targets
+
+
+def imported_modules(path: Path, name: str, known: dict[str, Path]) -> set[str]:
+    """Project modules imported anywhere in the file, each resolved to the most specific known module."""
     resolved = set()
-    for target in targets:
+    for target in named_imports(path, name, known):
         while target and target not in known:
             target = target.rpartition(".")[0]
         if target and target != name:
@@ -85,16 +104,57 @@ def test_the_graph_sees_imports_inside_functions(graph):
     assert "infinipot.core.config" in graph["infinipot.app.web.settings"]
 
 
+def test_every_import_names_a_module_that_is_there():
+    # A module moved without its importers updated would otherwise count as an import of its package.
+    known = all_modules()
+    missing = sorted(
+        f"{name} imports {target}"
+        for name, path in known.items()
+        for target in named_imports(path, name, known)
+        if target.startswith("infinipot.") and target not in known
+    )
+    assert not missing, missing
+
+
 def test_the_answer_stage_sits_on_the_engine(graph):
-    # core.answer (evidence, judge, decision, writer) builds on the engine; below it only the summary, which cuts
-    # units as the answer stage does, imports it.
+    # core.answer (evidence, judge, decision, writer) builds on the engine; below it only the summary (summary.py
+    # and its opening, summary_opening.py), which cuts units as the answer stage does, imports it.
     def allowed(src: str, dst: str) -> bool:
         below = src.startswith("infinipot.core.") and not src.startswith("infinipot.core.answer")
-        return not (below and dst.startswith("infinipot.core.answer")) or src == "infinipot.core.summary"
+        return not (below and dst.startswith("infinipot.core.answer")) or src in SUMMARY
 
     assert "infinipot.core.answer.evidence" in graph["infinipot.app.ask.evidence"]
     bad = violations(graph, allowed)
     assert not bad, bad
+
+
+def test_the_engine_reads_and_generates_without_the_answer_stage(graph):
+    # The answer stage is whole in core.answer (rerank, word_match, grounding, citations included), and the engine
+    # with the reading and generating modules under it reaches none of it, not even through another module.
+    stage = [name for name in graph if name.startswith("infinipot.core.answer.")]
+    assert {"infinipot.core.answer." + name for name in ("rerank", "word_match", "grounding", "citations")} <= set(
+        stage
+    )
+    below = [
+        name
+        for name in graph
+        if name.startswith("infinipot.core.") and not name.startswith("infinipot.core.answer") and name not in SUMMARY
+    ]
+    assert "infinipot.core.engine" in below and "infinipot.core.reader" in below
+    bad = sorted(f"{name} reaches {found}" for name in below for found in reached(graph, name) if found in stage)
+    assert not bad, bad
+
+
+def reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through others."""
+    seen: set[str] = set()
+    waiting = [start]
+    while waiting:
+        for nxt in graph.get(waiting.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                waiting.append(nxt)
+    return seen
 
 
 @pytest.mark.parametrize("layer", ["storage", "core", "ingest"])

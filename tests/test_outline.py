@@ -253,8 +253,8 @@ The quick brown fox sleeps in a deep den under the roots of the tall oak tree. I
 
 def test_a_summary_is_the_documents_outline_with_its_own_sentences_and_places(tmp_path, infinipot_home, tiny_model_dir):
     from infinipot.app.service import DocumentService
+    from infinipot.core.answer.grounding import unsupported_words
     from infinipot.core.config import PotConfig
-    from infinipot.core.grounding import unsupported_words
 
     path = tmp_path / "fox.md"
     path.write_text(MANUAL, encoding="utf-8")  # several times the pot of 160 entries: read through compressions

@@ -281,9 +281,9 @@ def test_an_outline_summary_quotes_the_documents_sentences_with_lines_and_an_old
     for part in stats.summary_parts:  # each listed with its line: "- <part> (line N): <its points>"
         assert f"- {part['title']} (line {part['line']:,})" in outline
     kept = service.library.files.load_summary(doc_id)
-    assert kept["method"] == "outline-3" and kept["summary"] == summary.strip() and kept["parts"] == stats.summary_parts
-    # A summary stored by another method (an older one, or written part by part) is made anew, not served.
-    service.library.files.save_summary(doc_id, {**kept, "method": "written-1", "summary": "an old summary"})
+    assert kept["method"] == "outline-4" and kept["summary"] == summary.strip() and kept["parts"] == stats.summary_parts
+    # A summary stored by another method (the outline before its opening said what the document is) is made anew.
+    service.library.files.save_summary(doc_id, {**kept, "method": "outline-3", "summary": "an old summary"})
     pieces, stats = service.summarize(doc_id)
     assert "".join(pieces) == summary and not stats.reused_summary
 

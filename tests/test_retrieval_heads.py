@@ -12,6 +12,7 @@ import torch
 from tiny_models import tiny_loaded, tiny_tokenizer
 
 from infinipot.app.library.retrieval_heads import RetrievalHeadsShelf, heads_file_name
+from infinipot.core.answer.citations import CitationConfig
 from infinipot.core.answer.evidence import EvidenceConfig, attention_ranking, ranked_buckets
 from infinipot.core.answer.retrieval_heads import (
     CALIBRATION_VERSION,
@@ -23,7 +24,6 @@ from infinipot.core.answer.retrieval_heads import (
     gold_buckets,
 )
 from infinipot.core.answer.retrieval_tasks import retrieval_tasks
-from infinipot.core.citations import CitationConfig
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.prompts import encode

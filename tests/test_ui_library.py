@@ -12,7 +12,7 @@ from helpers import answer_args, make_workspace, tiny_settings, wait_until
 from infinipot.app.web.jobs import folder_seconds_left
 from infinipot.app.web.page import render
 from infinipot.app.web.page.handlers import ALL_DOCUMENTS_BUTTONS, SETTING_NAMES, Handlers, shown_document
-from infinipot.app.web.wording import ALL_DOCUMENTS
+from infinipot.app.web.shared_phrases import ALL_DOCUMENTS
 
 ANIMALS = ("zebra", "walrus", "otter")
 

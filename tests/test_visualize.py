@@ -382,7 +382,7 @@ def test_the_upload_notice_says_when_a_file_is_already_in_the_library():
 
 
 def test_the_document_selector_names_documents_and_adds_an_id_only_where_names_repeat():
-    from infinipot.app.web.wording import document_options
+    from infinipot.app.web.shared_phrases import document_options
 
     rows = [
         {"name": "libtasn1.pdf", "doc_id": "3917eb46aa", "ready": True},

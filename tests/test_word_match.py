@@ -1,4 +1,4 @@
-"""The question's words found in the whole stored document (core.word_match), the fusion with the pot's
+"""The question's words found in the whole stored document (core.answer.word_match), the fusion with the pot's
 attention, and the pot's verbatim tail left out of the evidence (core.answer.evidence)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import torch
 from tiny_models import random_ids, tiny_loaded, tiny_tokenizer
 
 from infinipot.core.answer.evidence import EvidenceConfig, verbatim_tail_start, word_ranked_buckets
+from infinipot.core.answer.word_match import word_match_scores, word_neighbours
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
-from infinipot.core.word_match import NO_KEY, fold_inflection, token_keys, word_match_scores
+from infinipot.core.words import NO_KEY, fold_inflection, token_keys
 
 
 def test_keys_ignore_case_and_the_leading_space_and_skip_punctuation():
@@ -124,7 +125,7 @@ def _embeddings_with(pairs: dict[int, int], vocab: int, seed: int = 0) -> torch.
 
 
 def test_neighbour_keys_are_the_words_nearest_the_questions_content_words():
-    from infinipot.core.word_match import neighbour_keys
+    from infinipot.core.answer.word_match import neighbour_keys
 
     keys = torch.tensor([0, 1, 2, 3, 4, 5, 1, NO_KEY])  # entry 6 is entry 1's word again ("Ship" beside "ship")
     lengths = torch.tensor([4, 4, 6, 5, 2, 0, 4, 0])  # entry 4 is short ("db"), entry 5 a function word
@@ -162,7 +163,7 @@ def test_evidence_seeks_the_neighbours_only_when_asked():
             EvidenceConfig(word_neighbours=bad)
     engine = Engine(tiny_loaded(), PotConfig(pot_size=128, keep_size=48, forward_tokens=40))
     question = engine.tokenizer("the passkey green", add_special_tokens=False)["input_ids"]
-    found = engine.word_neighbours(question, 4, -1.0)
+    found = word_neighbours(engine, question, 4, -1.0)
     keys = engine.word_keys()
     assert found and not found & {int(keys[i]) for i in question}  # other words than the question's own
-    assert engine.word_neighbours(question, 4, 1.01) == set()
+    assert word_neighbours(engine, question, 4, 1.01) == set()

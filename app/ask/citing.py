@@ -1,4 +1,4 @@
-"""An answer's citations: the document tokens it drew on (core.citations), as pages, chapters or lines.
+"""An answer's citations: the document tokens it drew on (core.answer.citations), as pages, chapters or lines.
 
 Documents with pages (PDF, paginated Word) or chapters (EPUB) are cited by page or chapter; text, HTML and
 logs by line. Each citation carries the first token of its page or line, where the visualization opens.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from infinipot.core.citations import CitationConfig, answer_attention, document_token_scores, source_token_scores
+from infinipot.core.answer.citations import CitationConfig, answer_attention, document_token_scores, source_token_scores
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 

@@ -27,8 +27,8 @@ from infinipot.core.answer.evidence import (
     spans_read,
     widen,
 )
+from infinipot.core.answer.grounding import content_words, holds_any_form, word_keys
 from infinipot.core.answer.question_names import asked_names, rarely_mentioned
-from infinipot.core.grounding import content_words, holds_any_form, word_keys
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
@@ -103,7 +103,7 @@ def written_forms(text: str) -> list[str]:
 
 def absent_words(library: Library, stored: StoredPot, question: str) -> list[str]:
     """The question's content words (ABSENT_LETTERS letters or more, ABSENT_NAMED at most) that the document
-    never uses in any form core.grounding folds ("football" asked of a manual), when they are at least half of
+    never uses in any form core.answer.grounding folds ("football" asked of a manual), when they are at least half of
     them; none when its text is gone."""
     document = require_document(library.store, stored.doc_id)
     try:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from infinipot.core.grounding import content_words
+from infinipot.core.answer.grounding import content_words
 
 # An earlier answer that found nothing direct, as a follow-up sees it.
 NOT_FOUND_TURN = "I did not find a direct answer in the document."
 # How an answer given in the document's own words was chosen (core.answer.grounded_answer's Verdict.reason): such an
 # answer is a sentence of the document, and a follow-up may be answered by it again ("For how many years had she
 # kept it?" after "Who kept the Gull Head light?" -> "... Ida Marlowe ... had kept the light for twenty-seven
-# years ..."). "standout" and "agreement" are how conversations stored before issue 53 name such answers.
+# years ..."). "standout" and "agreement" are older names of such answers, which stored conversations still hold.
 STATED_REASONS = frozenset({"confident", "sentence", "earlier", "standout", "agreement"})
 # Earlier (question, answer) turns a follow-up sees: the last one. A 135M model follows one turn back; longer
 # histories fill its context with earlier answers, which may be wrong.

@@ -7,7 +7,7 @@ the reranker picks, the passages answer.
 2. Each answering document has its pot asked as for one document (core.answer.evidence: the question's attention over
    the pot plus its words, reranked by how likely the model finds the question after each span); a pot that holds
    its whole short document points at nothing, and its best passages by words stand in.
-3. With several answering documents, their spans are reranked together (core.rerank) and the best few read; the
+3. With several answering documents, their spans are reranked together (core.answer.rerank) and the best few read; the
    answer is made from them as for one document (core.answer.grounded_answer), and each citation names its document.
 4. Documents ranked close to the first (LibraryConfig.others_within) are then asked each on its own; when the first
    states an answer and others do too, the answer names each with its place and sentence, one line each
@@ -31,7 +31,7 @@ from infinipot.app.library.passage_index import ensure_indexed
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window
 from infinipot.core.answer.evidence import EvidenceConfig, Span, likeliest
-from infinipot.core.grounding import content_words
+from infinipot.core.answer.grounding import content_words
 from infinipot.core.model import LoadedModel
 from infinipot.storage.passages import PassageHit
 from infinipot.storage.records import DocumentRecord
@@ -182,7 +182,7 @@ def close_documents(hits: list[PassageHit], config: LibraryConfig) -> tuple[list
 
 
 def search_words(question: str) -> str:
-    """What the library's index is searched with: the question's content words (core.grounding), or the question
+    """What the library's index is searched with: the question's content words (core.answer.grounding), or the question
     itself when it has none. Function words point nowhere, and summed over many passages they carried "What is
     max_connections set to?" to the story rather than the log."""
     return " ".join(content_words(question)) or question

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-import random
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 QUESTION = "What is the pass key? Answer with the number only."
@@ -31,33 +29,6 @@ def haystack_text() -> str:
 
 def needle_sentence(key: str) -> str:
     return f" The pass key is {key}. Remember it. {key} is the pass key. "
-
-
-@dataclass(frozen=True)
-class PasskeyCase:
-    text: str
-    key: str
-    depth: float
-    tokens: int
-
-
-def make_passkey_case(
-    tokenizer, length_tokens: int, depth: float, seed: int, haystack: str | None = None
-) -> PasskeyCase:
-    """A document of about `length_tokens` tokens with a 5-digit key placed at `depth` (0..1), at a sentence end."""
-    if not 0.0 <= depth <= 1.0:
-        raise ValueError(f"depth must be within [0, 1], got {depth}")
-    key = f"{random.Random(seed).randint(10000, 99999)}"
-    source = haystack or haystack_text()
-    ids = tokenizer(source, add_special_tokens=False)["input_ids"]
-    while len(ids) < length_tokens:
-        ids = ids + ids
-    body = tokenizer.decode(ids[:length_tokens])
-    cut = int(len(body) * depth)
-    boundary = body.rfind(". ", 0, cut)
-    cut = boundary + 1 if boundary > 0 else cut
-    text = body[:cut] + needle_sentence(key) + body[cut:]
-    return PasskeyCase(text=text, key=key, depth=depth, tokens=length_tokens)
 
 
 def found_key(answer: str, key: str) -> bool:

@@ -327,127 +327,185 @@ def _use_threads(args: argparse.Namespace) -> None:
         set_threads(args.threads)
 
 
-def _run(args: argparse.Namespace) -> int:
-    _use_threads(args)
-    if args.command == "ui":
-        return _serve_ui(args)
-    if args.command == "models":
-        return _models(args)
-    if args.command == "bench":
-        from infinipot.app.bench import niah, speed
+def _bench(args: argparse.Namespace) -> int:
+    from infinipot.app.bench import niah, speed
 
-        return (niah if args.bench == "niah" else speed).main(args)
+    return (niah if args.bench == "niah" else speed).main(args)
 
+
+def _document_service(args: argparse.Namespace):
+    """The service behind the document commands; --checkpoint-seconds is `read`'s alone and not every command has
+    --dtype, so each falls back to its default."""
     from infinipot.app.service import DocumentService
 
     checkpoint_seconds = getattr(args, "checkpoint_seconds", DEFAULT_CHECKPOINT_SECONDS)
-    service = DocumentService(
+    return DocumentService(
         device=args.device, checkpoint_seconds=checkpoint_seconds, dtype=getattr(args, "dtype", "auto")
     )
-    if args.command == "read" and reads_library(args):
+
+
+def _read(args: argparse.Namespace) -> int:
+    service = _document_service(args)
+    if reads_library(args):
         return run_read_library(service, args, pot_config(args), read_line)
-    if args.command == "read":
-        args.path = args.path[0]
-    if args.command == "read" and args.follow:
+    args.path = args.path[0]
+    if args.follow:
         from infinipot.app.cli.follow import run_follow
 
         return run_follow(service, args, pot_config(args), _warn)
-    if args.command == "read":
-        config = pot_config(args)
-        report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))
-        _close_progress()
-        _warn(report.warnings)
-        if args.json:
-            print(json.dumps(report.as_json()))
-        else:
-            print(read_line(report, config.pot_size))
-        return 0
-    if args.command == "list":
-        documents = service.documents()
-        if args.json:
-            print(json.dumps({"documents": documents, "disk_bytes": sum(d["disk_bytes"] for d in documents)}))
-        else:
-            _print_listing(documents)
-        return 0
-    if args.command == "delete":
-        result = service.delete(args.doc)
-        if args.json:
-            print(json.dumps(result))
-        else:
-            print(
-                f"deleted {result['name']} ({result['deleted']}): {result['pots']} pots, "
-                f"{_size(result['freed_bytes'])} freed"
-            )
-        return 0
-
-    if args.command == "ask-across":
-        return run_ask_across(service, args)
-    if args.command == "ask" and asks_library(args):
-        return run_ask_library(service, args)
-    if args.command == "ask" and (args.doc is None or args.question is None):
-        raise ValueError("ask needs a document and a question: ask DOC QUESTION (or ask --all QUESTION)")
-    started = time.perf_counter()
-    if args.command == "ask":
-        pot = pot_config(args) if names_a_pot(args) else None
-        pieces, stats, reused = service.ask(
-            args.doc,
-            args.question,
-            answer_settings(args),
-            conversation_id=args.conversation,
-            pot_config=pot,
-            model_name=args.model,
-            dtype=args.dtype,
-            on_stage=_stage_printer(not args.json),
-        )
-        key = "answer"
+    config = pot_config(args)
+    report = service.read(args.path, config, args.model, on_progress=_progress_printer(not args.json))
+    _close_progress()
+    _warn(report.warnings)
+    if args.json:
+        print(json.dumps(report.as_json()))
     else:
-        pieces, stats = service.summarize(
-            args.doc, decoding_config(args), new=args.new, on_part=_part_printer(not args.json)
+        print(read_line(report, config.pot_size))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    documents = _document_service(args).documents()
+    if args.json:
+        print(json.dumps({"documents": documents, "disk_bytes": sum(d["disk_bytes"] for d in documents)}))
+    else:
+        _print_listing(documents)
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    result = _document_service(args).delete(args.doc)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"deleted {result['name']} ({result['deleted']}): {result['pots']} pots, "
+            f"{_size(result['freed_bytes'])} freed"
         )
-        reused, key = True, "summary"
+    return 0
+
+
+def _ask_across(args: argparse.Namespace) -> int:
+    return run_ask_across(_document_service(args), args)
+
+
+def _streamed(pieces, stats, quiet: bool, started: float) -> tuple[str, float]:
+    """The whole text of an answer or summary and the seconds since `started`, each piece printed as it comes
+    unless `quiet` (--json). The warnings in `stats` so far go first; those learnt once the text was complete (it
+    could not be saved) go after it, on a line of their own."""
     _warn(stats.warnings)
     shown = len(stats.warnings)
     text = []
     for piece in pieces:
         text.append(piece)
-        if not args.json:
+        if not quiet:
             print(piece, end="", flush=True)
     seconds = time.perf_counter() - started
-    if len(stats.warnings) > shown:  # learnt once the answer was complete (it could not be saved)
-        if not args.json:
+    if len(stats.warnings) > shown:
+        if not quiet:
             print(file=sys.stderr)
         _warn(stats.warnings[shown:])
+    return "".join(text), seconds
+
+
+def _print_sources(citations: list[dict], answerable: bool, answer: str) -> None:
+    """The sources under an answer: the first is the sentence the answer came from, whole (or a note that the
+    answer quoted it); the others the part of their passage that the answer used, shortened."""
+    print("sources:" if answerable else "closest passages:")
+    for index, citation in enumerate(citations):
+        if index == 0 and citation.get("quote"):
+            quote = " ".join(citation["quote"].split())
+            said = quote in " ".join(answer.split())
+            print(f"  {citation['label']}: {'(the sentence quoted above)' if said else quote}")
+            continue
+        quote = quoted_part(citation["snippet"], answer)
+        print(f"  {citation['label']}: {shorten(quote, 100)}")
+
+
+def _ask_json(answer: str, seconds: float, stats, reused_pot: bool) -> dict:
+    """`ask --json`'s object; the time to the first token is the whole answer's when no token came."""
+    first = stats.first_token_seconds
+    return {
+        "answer": answer.strip(),
+        "seconds": round(seconds, 3),
+        "ttft_seconds": round(first if first is not None else seconds, 3),
+        "first_evidence_seconds": _rounded(stats.first_evidence_seconds),
+        "reused_pot": reused_pot,
+        **{name: getattr(stats, name) for name in _ASK_JSON_STATS},
+    }
+
+
+def _ask(args: argparse.Namespace) -> int:
+    service = _document_service(args)
+    if asks_library(args):
+        return run_ask_library(service, args)
+    if args.doc is None or args.question is None:
+        raise ValueError("ask needs a document and a question: ask DOC QUESTION (or ask --all QUESTION)")
+    started = time.perf_counter()
+    pot = pot_config(args) if names_a_pot(args) else None
+    pieces, stats, reused = service.ask(
+        args.doc,
+        args.question,
+        answer_settings(args),
+        conversation_id=args.conversation,
+        pot_config=pot,
+        model_name=args.model,
+        dtype=args.dtype,
+        on_stage=_stage_printer(not args.json),
+    )
+    answer, seconds = _streamed(pieces, stats, args.json, started)
+    reread = getattr(args, "reread", False)
     if args.json:
-        result = {key: "".join(text).strip(), "seconds": round(seconds, 3)}
-        if args.command == "summarize":
-            result["reused"] = stats.reused_summary
-            result["parts"] = stats.summary_parts
-        if args.command == "ask":
-            first = stats.first_token_seconds
-            result.update(
-                ttft_seconds=round(first if first is not None else seconds, 3),
-                first_evidence_seconds=_rounded(stats.first_evidence_seconds),
-                reused_pot=reused,
-                **{name: getattr(stats, name) for name in _ASK_JSON_STATS},
-            )
-        if getattr(args, "reread", False):
+        result = _ask_json(answer, seconds, stats, reused)
+        if reread:
             result["question_aware"] = question_aware_answer(service, args)
+        print(json.dumps(result))
+        return 0
+    print()
+    if stats.citations:
+        _print_sources(stats.citations, stats.answerable, answer)
+    if reread:
+        question_aware_answer(service, args, _progress_printer(True))
+    return 0
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    service = _document_service(args)
+    started = time.perf_counter()
+    pieces, stats = service.summarize(
+        args.doc, decoding_config(args), new=args.new, on_part=_part_printer(not args.json)
+    )
+    summary, seconds = _streamed(pieces, stats, args.json, started)
+    if args.json:
+        result = {
+            "summary": summary.strip(),
+            "seconds": round(seconds, 3),
+            "reused": stats.reused_summary,
+            "parts": stats.summary_parts,
+        }
         print(json.dumps(result))
     else:
         print()
-        if args.command == "ask" and stats.citations:
-            print("sources:" if stats.answerable else "closest passages:")
-            for index, citation in enumerate(stats.citations):
-                if index == 0 and citation.get("quote"):  # the sentence the answer came from, whole
-                    quote = " ".join(citation["quote"].split())
-                    said = quote in " ".join("".join(text).split())
-                    print(f"  {citation['label']}: {'(the sentence quoted above)' if said else quote}")
-                    continue
-                quote = quoted_part(citation["snippet"], "".join(text))
-                print(f"  {citation['label']}: {shorten(quote, 100)}")
-        if getattr(args, "reread", False):
-            question_aware_answer(service, args, _progress_printer(True))
     return 0
+
+
+# What each command runs, given its parsed arguments; it returns the process's exit code.
+_COMMANDS = {
+    "read": _read,
+    "ask": _ask,
+    "ask-across": _ask_across,
+    "summarize": _summarize,
+    "list": _list,
+    "delete": _delete,
+    "models": _models,
+    "bench": _bench,
+    "ui": _serve_ui,
+}
+
+
+def _run(args: argparse.Namespace) -> int:
+    _use_threads(args)
+    return _COMMANDS[args.command](args)
 
 
 def main(argv: list[str] | None = None) -> int:

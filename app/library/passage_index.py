@@ -16,7 +16,7 @@ from infinipot.storage.records import DocumentRecord
 from infinipot.storage.store import Store
 
 # Tokens a passage holds: about two sentences of prose, the evidence's bucket of 64 tokens twice over. bm25 ranks
-# short passages sharply; this is also about what the reranker reads as one span (core.rerank).
+# short passages sharply; this is also about what the reranker reads as one span (core.answer.rerank).
 PASSAGE_TOKENS = 128
 # Tokens decoded at a time while cutting passages: bounds the memory for a document of any length.
 _WINDOW_PASSAGES = 64

@@ -165,7 +165,8 @@ def folder_seconds_left(batch: list[dict], now: float) -> float | None:
     counted is as long as its size says at the tokens per byte of those counted (of its own kind of file when one
     is), or as their mean. None before two steps or when nothing is left to read.
 
-    Never one document's rate up to now: it swung between 2 min 41 s and 5 min 22 s every second (issue 66)."""
+    Never one document's rate up to now: that swung between 2 min 41 s and 5 min 22 s every second, since tokens
+    arrive a piece at a time and the rate up to now falls between pieces."""
     active = [job for job in batch if job["status"] in ACTIVE]
     stepped = [job for job in batch if job.get("first_step") and job.get("last_step")]
     if not active or not stepped:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
-from infinipot.app.web.numbers import number, whole_number
+from infinipot.app.web.field_numbers import number, whole_number
 from infinipot.core.answer.evidence import EvidenceConfig, parse_pot_entries
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig

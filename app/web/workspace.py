@@ -47,8 +47,8 @@ from infinipot.app.web.settings import (
     answer_choices,
     whole_number,
 )
+from infinipot.app.web.shared_phrases import ALL_DOCUMENTS, RESUME_CONTINUES, SUMMARY_REQUEST, document_options
 from infinipot.app.web.turns import SUMMARY, Turn, Turns
-from infinipot.app.web.wording import ALL_DOCUMENTS, RESUME_CONTINUES, SUMMARY_REQUEST, document_options
 from infinipot.app.web.worker import updates_from
 from infinipot.core.config import CAP_MODES, NUC_UNITS, PotConfig
 from infinipot.core.errors import AnswerStopped

@@ -393,38 +393,64 @@ def check_paraphrases(
         if not isinstance(p["where"], int) or isinstance(p["where"], bool):
             problems.append(f"{label}: where must be a page or line number")
             continue
-        sentence = normalize(p["sentence"])
-        for answer in p["answers"]:
-            if normalize(answer) not in sentence:
-                problems.append(f"{label}: accepted answer {answer!r} is not in the sentence")
-        if is_correct(p["question"], p["answers"]):
-            problems.append(f"{label}: the question already holds an accepted answer")
-        shared = shared_content_words(p["question"], p["sentence"])
-        if shared:
-            problems.append(f"{label}: the question shares content words with its sentence: {', '.join(shared)}")
+        problems += _paraphrase_wording_problems(label, p)
         rewrites = p.get("rewrites")
         if rewrites is not None:
-            original = originals.get(rewrites) if isinstance(rewrites, str) else None
-            if original is None:
-                problems.append(f"{label}: rewrites {rewrites!r}, which is not a questions.jsonl id")
-            elif original["document"] != key:
-                problems.append(f"{label}: rewrites {rewrites}, a question about {original['document']}")
-            elif not {normalize(a) for a in p["answers"]} & {normalize(a) for a in original["answers"]}:
-                problems.append(f"{label}: shares no accepted answer with {rewrites}, which it rewrites")
-            elif normalize(p["question"]) == normalize(original["question"]):
-                problems.append(f"{label}: repeats the question of {rewrites}, which it rewrites")
+            problems += _rewrite_problems(label, p, originals)
         counts.setdefault(key, Counter())["rewrite" if rewrites is not None else "new"] += 1
         if texts is None or (keys is not None and key not in keys):
             continue
-        doc = texts(key)
-        hits = doc.find_all(p["sentence"])
-        if not hits:
-            problems.append(f"{label}: sentence not found in {DOCUMENTS[key].file}: {p['sentence']!r}")
-            continue
-        places = sorted({doc.where(hit) for hit in hits})
-        if p["where"] not in places:
-            unit = doc.page_or_line_label()
-            problems.append(f"{label}: the sentence is on {unit} {places}, not {unit} {p['where']}")
+        problems += _sentence_place_problems(label, p, texts(key))
+    problems += _paraphrase_count_problems(counts)
+    return problems, {key: dict(kinds) for key, kinds in counts.items()}
+
+
+def _paraphrase_wording_problems(label: str, p: dict) -> list[str]:
+    """Every accepted answer in the sentence, none in the question, and no content word shared by the two."""
+    problems = []
+    sentence = normalize(p["sentence"])
+    for answer in p["answers"]:
+        if normalize(answer) not in sentence:
+            problems.append(f"{label}: accepted answer {answer!r} is not in the sentence")
+    if is_correct(p["question"], p["answers"]):
+        problems.append(f"{label}: the question already holds an accepted answer")
+    shared = shared_content_words(p["question"], p["sentence"])
+    if shared:
+        problems.append(f"{label}: the question shares content words with its sentence: {', '.join(shared)}")
+    return problems
+
+
+def _rewrite_problems(label: str, p: dict, originals: dict[str, dict]) -> list[str]:
+    """A rewrite names a questions.jsonl question (`originals` by id) of the same document, shares an accepted answer
+    with it and asks it in other words; only the first of these that fails is reported."""
+    rewrites = p["rewrites"]
+    original = originals.get(rewrites) if isinstance(rewrites, str) else None
+    if original is None:
+        return [f"{label}: rewrites {rewrites!r}, which is not a questions.jsonl id"]
+    if original["document"] != p["document"]:
+        return [f"{label}: rewrites {rewrites}, a question about {original['document']}"]
+    if not {normalize(a) for a in p["answers"]} & {normalize(a) for a in original["answers"]}:
+        return [f"{label}: shares no accepted answer with {rewrites}, which it rewrites"]
+    if normalize(p["question"]) == normalize(original["question"]):
+        return [f"{label}: repeats the question of {rewrites}, which it rewrites"]
+    return []
+
+
+def _sentence_place_problems(label: str, p: dict, doc: DocText) -> list[str]:
+    """The sentence occurs in its document's extracted text, on the page or line that `where` says."""
+    hits = doc.find_all(p["sentence"])
+    if not hits:
+        return [f"{label}: sentence not found in {DOCUMENTS[p['document']].file}: {p['sentence']!r}"]
+    places = sorted({doc.where(hit) for hit in hits})
+    if p["where"] in places:
+        return []
+    unit = doc.page_or_line_label()
+    return [f"{label}: the sentence is on {unit} {places}, not {unit} {p['where']}"]
+
+
+def _paraphrase_count_problems(counts: dict[str, Counter[str]]) -> list[str]:
+    """Enough paraphrase questions for each document and in all, rewrites and new ones alike."""
+    problems = []
     for key, kinds in counts.items():
         if sum(kinds.values()) < MIN_PARAPHRASES_PER_DOCUMENT:
             problems.append(
@@ -438,7 +464,7 @@ def check_paraphrases(
         problems.append(f"paraphrases: {rewrites_total} rewrites, want at least {MIN_PARAPHRASE_REWRITES}")
     if total - rewrites_total < MIN_PARAPHRASE_NEW:
         problems.append(f"paraphrases: {total - rewrites_total} new questions, want at least {MIN_PARAPHRASE_NEW}")
-    return problems, {key: dict(kinds) for key, kinds in counts.items()}
+    return problems
 
 
 def main() -> None:

@@ -8,9 +8,11 @@ through the app's Python API (DocumentService.ask) with one answer-grounding set
         [--half all|tuning|heldout] [--note WHAT] [--report-only]
 
 Each run is named by its style and what --note says it tries (`checked, calibrated`, `free`, ...); runs before
-issue 53 were named by the rules of their time (`checked+standout0.75@none`). One JSON line per answer is appended
-to <out>/answers.jsonl (a rerun skips what is there); <out>/report.md is rewritten with tables per half and per
-kind of document (tally.py), then the first development set's table per run:
+issue 53 were named by the rules of their time (`checked+standout0.75@none`). Each run has a file of its own,
+<out>/answers-<when it started>-<its label>.jsonl.gz: one JSON line per answer is appended to the same name without
+.gz while it runs (a rerun of the same label skips what is there) and compressed when it ends. <out>/report.md is
+rewritten from every run's file there (and answers.jsonl, where earlier runs kept all their records in one file) with
+tables per half and per kind of document (tally.py), then the first development set's table per run:
 
 - answerable questions (questions.jsonl): correct (score.is_correct on the answer text), split into stated (an
   answer given as the document's) and in the closest passage (an answer marked `answerable: false` that quotes
@@ -29,6 +31,8 @@ without naming the run: give such a run its own --out.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import re
 import statistics
 import time
 from dataclasses import replace
@@ -36,15 +40,44 @@ from pathlib import Path
 
 from .check import load_followups, load_paraphrases, load_questions, load_unanswerable
 from .documents import DEFAULT_DIR, DOCUMENTS, HALVES, document_path
-from .records import append_jsonl, read_jsonl
+from .records import append_jsonl, read_jsonl, write_jsonl_gz
 from .score import evidence_holds, is_correct, loops
 from .tally import HALF_HEADER, KIND_HEADER, half_row, kind_row, tally
 
 HERE = Path(__file__).parent
 RESULTS = HERE.parent / "results" / "devset" / "grounded"
+# Where every run's records went, one file for all, before each run had its own; still read.
+ALL_RUNS = "answers.jsonl"
 SETS = ("answerable", "unanswerable", "followups", "paraphrases")
 # The four documents of the first development set (54 answerable questions), whose table is kept as it was.
 FIRST_FOUR = {key for key, doc in DOCUMENTS.items() if doc.paraphrased}
+
+
+def run_file(out: Path, label: str) -> Path:
+    """The compressed records of the run named `label`: the file there for it, or a new name stamped with the time
+    (UTC) it starts; the label is shortened for the name, and a hash of it keeps names apart."""
+    slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40].strip("-")
+    name = f"{slug}-{hashlib.sha1(label.encode()).hexdigest()[:6]}.jsonl"
+    there = sorted(out.glob(f"answers-*-{name}.gz")) + sorted(out.glob(f"answers-*-{name}"))
+    if there:
+        return there[0].with_name(there[0].name.removesuffix(".gz") + ".gz")
+    return out / f"answers-{time.strftime('%Y-%m-%d-%H%M', time.gmtime())}-{name}.gz"
+
+
+def finish_run(kept: Path) -> None:
+    """The run's records appended while it ran, added to its compressed file (which holds them all after)."""
+    under_way = kept.with_suffix("")
+    if under_way.exists():
+        write_jsonl_gz(kept, read_jsonl(kept) + read_jsonl(under_way))
+        under_way.unlink()
+
+
+def read_runs(out: Path) -> list[dict]:
+    """Every run's records in `out`, in the order the runs started: answers.jsonl's first, then each run's file,
+    the records of a run under way (or interrupted) included."""
+    files = [p for p in out.glob("answers-*.jsonl*") if p.suffix in (".jsonl", ".gz")]
+    files.sort(key=lambda p: p.name.removesuffix(".gz"))
+    return [record for path in [out / ALL_RUNS, *files] for record in read_jsonl(path)]
 
 
 def _ask(service, doc_id, question, settings, conversation_id=None, record=False, model="default") -> dict:
@@ -96,9 +129,11 @@ def answer_all(args, label: str) -> None:
     settings = replace(
         settings, evidence=replace(settings.evidence, **{k: v for k, v in pointing.items() if v is not None})
     )
-    out = args.out / "answers.jsonl"
     args.out.mkdir(parents=True, exist_ok=True)
-    done = {(r["run"], r["set"], r["id"]) for r in read_jsonl(out)}
+    kept = run_file(args.out, label)
+    under_way = kept.with_suffix("")  # the same name without .gz, appended to as each answer comes
+    earlier = [r for r in read_jsonl(args.out / ALL_RUNS) if r["run"] == label]
+    done = {(r["set"], r["id"]) for r in earlier + read_jsonl(kept) + read_jsonl(under_way)}
     service = DocumentService(Path(args.home), device="cpu")
     work = []
     if "answerable" in args.sets:
@@ -115,7 +150,7 @@ def answer_all(args, label: str) -> None:
     work = [(kind, q) for kind, q in work if q["document"] in keys]
     doc_ids: dict[str, str] = {}
     for kind, q in work:
-        if (label, kind, q["id"]) in done:
+        if (kind, q["id"]) in done:
             continue
         if q["document"] not in doc_ids:
             doc_ids[q["document"]] = service.read(
@@ -133,8 +168,9 @@ def answer_all(args, label: str) -> None:
         else:
             record.update(question=q["question"], **_ask(service, doc_id, q["question"], settings, model=args.model))
             shown = record["answer"]
-        append_jsonl(out, record)
+        append_jsonl(under_way, record)
         print(f"{label} {kind} {q['id']}: {shown[:100]!r}", flush=True)
+    finish_run(kept)
 
 
 def _median(values) -> float | None:
@@ -169,7 +205,7 @@ def halves_tables(records: list[dict], questions: dict, unanswerable: dict, foll
 
 
 def report(args) -> str:
-    records = read_jsonl(args.out / "answers.jsonl")
+    records = read_runs(args.out)
     questions = {q["id"]: q for q in load_questions()}
     followups = {q["id"]: q for q in load_followups()}
     unanswerable = {q["id"]: q for q in load_unanswerable()}

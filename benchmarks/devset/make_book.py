@@ -192,29 +192,44 @@ def _add_blocks(document, node: Node, list_style: str | None = None) -> None:
             if text:
                 document.add_paragraph(text, style=list_style)
         elif tag == "pre":
-            paragraph = document.add_paragraph(style="No Spacing")
-            lines = child.text().rstrip("\n").split("\n")
-            run = paragraph.add_run(lines[0])
-            for line in lines[1:]:
-                run.add_break()
-                run.add_text(line)
-            run.font.name = "Courier New"
+            _add_code(document, child)
         elif tag in ("ul", "ol"):
-            style = "List Bullet" if tag == "ul" else "List Number"
-            for item in (c for c in child.children if isinstance(c, Node) and c.tag == "li"):
-                _add_list_item(document, item, style)
+            _add_list(document, child)
         elif tag == "table":
             _add_table(document, child)
         elif tag == "dl":
-            for item in (c for c in child.children if isinstance(c, Node)):
-                if item.tag == "dt":
-                    document.add_paragraph().add_run(_one_line(item.text())).bold = True
-                elif item.tag == "dd":
-                    _add_blocks(document, item)
+            _add_definitions(document, child)
         elif tag in ("div", "section", "blockquote", "span", "dd", "li"):
             _add_blocks(document, child, list_style)
         elif _one_line(child.text()):
             document.add_paragraph(_one_line(child.text()))
+
+
+def _add_code(document, pre: Node) -> None:
+    """A code block as one paragraph in Courier New, its lines kept apart by line breaks (not paragraphs)."""
+    paragraph = document.add_paragraph(style="No Spacing")
+    lines = pre.text().rstrip("\n").split("\n")
+    run = paragraph.add_run(lines[0])
+    for line in lines[1:]:
+        run.add_break()
+        run.add_text(line)
+    run.font.name = "Courier New"
+
+
+def _add_list(document, listing: Node) -> None:
+    """A bulleted (ul) or numbered (ol) list, item by item."""
+    style = "List Bullet" if listing.tag == "ul" else "List Number"
+    for item in (c for c in listing.children if isinstance(c, Node) and c.tag == "li"):
+        _add_list_item(document, item, style)
+
+
+def _add_definitions(document, definitions: Node) -> None:
+    """A definition list: each term in bold, its description's blocks after it (outside any list style)."""
+    for item in (c for c in definitions.children if isinstance(c, Node)):
+        if item.tag == "dt":
+            document.add_paragraph().add_run(_one_line(item.text())).bold = True
+        elif item.tag == "dd":
+            _add_blocks(document, item)
 
 
 def _add_list_item(document, item: Node, style: str) -> None:

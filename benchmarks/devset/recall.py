@@ -15,7 +15,8 @@ apart from reading: a span that holds the answer is the ceiling of what the mode
 `--word-index fts5` measures whether the library's FTS5 index (storage/passages.py: bm25 over 128-token passages,
 the index `ask --all` searches) could serve a single document's word ranking too: the words' buckets come from the
 document's best passages there (each passage's buckets in turn, the passage's bm25 as their score) instead of
-core.word_match over its token ids. It swaps core.answer.evidence.word_ranked_buckets for the run; nothing else changes.
+core.answer.word_match over its token ids. It swaps core.answer.evidence.word_ranked_buckets for the run; nothing
+else changes.
 """
 
 from __future__ import annotations

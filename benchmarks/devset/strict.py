@@ -2,7 +2,7 @@
 (core.answer.answer_confidence.ConfidenceModel.for_model), the likeliest sentence is stated at probability `strict`
 or more and the writer is never weighed, so a run's records say what any threshold would have stated.
 
-    python -m benchmarks.devset.strict --records bench-results/gemma3/devset/answers.jsonl [--run LABEL]
+    python -m benchmarks.devset.strict --records benchmarks/results/gemma3/devset-answers.jsonl.gz [--run LABEL]
         [--half tuning] [--thresholds 0.5,0.6,0.7,0.8,0.9]
 
 For each threshold: stated right, stated wrong, not stated while the likeliest holds the answer, unanswerable

@@ -8,7 +8,7 @@ Documents and topics: summary_topics.jsonl, 5-8 topics for each of ten developme
 story, two logs, a licence, a Word file, an HTML reference page, an EPUB book, release notes), written by someone
 who read only the documents, before the outline summaries were built. A topic is covered when the summary holds
 one of its phrases as whole words (score.contains: case, punctuation and whitespace aside). Unsupported words:
-the summary's content words (core.grounding.content_words) that the document's text lacks, its own frame aside
+the summary's content words (core.answer.grounding.content_words) that the document's text lacks, its own frame aside
 (the "Outline:", "Main points:", "Sections:", "Errors and warnings:" headers, "(page 3)" / "(line 120)" places,
 and a log summary's counts: "194 INFO", "api-gateway (128)", "3 times"). Each document is read into a stored pot
 under --home (reused when there), then summarized anew in each style (DocumentService.summarize(new=True)); a
@@ -75,8 +75,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     from infinipot.app.service import DocumentService
+    from infinipot.core.answer.grounding import content_words, unsupported_words
     from infinipot.core.config import PotConfig
-    from infinipot.core.grounding import content_words, unsupported_words
     from infinipot.core.summary import SummaryConfig
     from infinipot.ingest.outline import pdf_bookmarks
 

@@ -82,7 +82,7 @@ def tally(
     followups: dict[str, dict],
     keys: set[str] | None = None,
 ) -> Tally:
-    """Count one run's records (grounded.py's answers.jsonl lines) over the documents in `keys` (all when None)."""
+    """Count one run's records (grounded.py's answer records) over the documents in `keys` (all when None)."""
     t = Tally()
     ttfts = []
     for r in records:

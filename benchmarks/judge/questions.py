@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from infinipot.core.answer.answer_sentences import split_sentences
+from infinipot.core.answer.grounding import FUNCTION_WORDS, content_words, holds_word, word_keys
 from infinipot.core.answer.text_units import joined_broken_words
-from infinipot.core.grounding import FUNCTION_WORDS, content_words, holds_word, word_keys
 
 # About the characters of one passage the evidence stage reads (a 64-token bucket widened to whole units, with
 # neighbour sentences): ~1,200 characters of a manual.

@@ -39,7 +39,7 @@ def judged_again(units, tokens, states: torch.Tensor, blank_score: float, blank_
     """Recorded judgements as the judge gave them: the ranked Sentences ((text, span, score) per unit, each with its
     token log-probabilities and its row of `states`, (units + 1, hidden)) and no text's Judgement (the last row)."""
     from infinipot.core.answer.answer_sentences import Sentence
-    from infinipot.core.rerank import Judgement
+    from infinipot.core.answer.rerank import Judgement
 
     states = states.float()
     ranked = [

@@ -1,5 +1,5 @@
 """The sentence that answers: the passages read, cut into sentences, ranked by how likely the question is after
-each one alone (core.rerank's query likelihood, one sentence at a time).
+each one alone (core.answer.rerank's query likelihood, one sentence at a time).
 
 The 135M model judges far better than it writes: handed three passages that hold the fact, it writes it out for
 about four questions in ten, while the question's likelihood after each sentence picks the sentence that holds
@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..rerank import Judgement
+from .rerank import Judgement, question_judgements, question_likelihoods
 from .text_units import entries
 
 # A sentence ends at . ! ? (with closing quotes or brackets) before whitespace, or at a blank line.
@@ -191,7 +191,7 @@ def ranked_sentences(
     engine, passages: Sequence[str], question: str, most: int = 32, context: str = ""
 ) -> list[Sentence]:
     """The passages' sentences ranked by the question's likelihood after each, best first (ties: earlier first).
-    `context`: earlier questions the question follows up (read before it, not scored; Engine.question_likelihoods).
+    `context`: earlier questions the question follows up (read before it, not scored; rerank.question_likelihoods).
 
     Each distinct sentence is scored once. At most `most` sentences are scored, taken from the last passage first
     (the passages arrive likeliest last, core.answer.evidence's order "likelihood"), so a long table in a weaker passage
@@ -239,9 +239,9 @@ def judge_units(
     tokenizer = engine.tokenizer
     rows = [tokenizer(text, add_special_tokens=False)["input_ids"][:_SCORED_TOKENS] for _, text in candidates]
     if detail:
-        *judged, blank = engine.question_judgements([*rows, []], question, context)
+        *judged, blank = question_judgements(engine, [*rows, []], question, context)
     else:
-        *scores, no_text = engine.question_likelihoods([*rows, []], question, context)
+        *scores, no_text = question_likelihoods(engine, [*rows, []], question, context)
         judged, blank = [Judgement(score) for score in scores], Judgement(no_text)
     ranked = [
         Sentence(text, index, one.score, one if detail else None)

@@ -18,14 +18,14 @@ from typing import NamedTuple
 
 import torch
 
-from ..citations import CitationConfig, answer_attention, document_token_scores
 from ..engine import Engine
 from ..pot import Pot
-from ..rerank import best_spans
 from ..stopping import check_stop
-from ..word_match import word_match_scores
+from .citations import CitationConfig, answer_attention, document_token_scores
+from .rerank import best_spans, question_likelihoods
 from .retrieval_heads import RetrievalHeads
 from .text_units import passage_start
+from .word_match import word_match_scores, word_neighbours
 
 RANKINGS = ("attention", "words", "both")
 SPAN_ORDERS = ("document", "likelihood")
@@ -59,7 +59,7 @@ class EvidenceConfig:
     # needle's bucket ranked 2nd counting the later half, 8th to 13th counting every layer).
     attention: CitationConfig = CitationConfig()
     # What points at the spans: "attention", the question's attention over the pot (it sees only what the pot
-    # kept); "words", the question's words found in the whole stored document (core.word_match); "both", the
+    # kept); "words", the question's words found in the whole stored document (word_match); "both", the
     # two rankings fused. Measured on the development set (docs/experiments.md, "Evidence answers ...").
     ranking: str = "both"
     # How "both" merges the two rankings: this many of the word ranking's buckets, then the attention's next
@@ -75,7 +75,7 @@ class EvidenceConfig:
     # (docs/experiments.md, "Retrieval heads").
     words_lead_score: float = 10.0
     # The words also sought for each content word of the question: this many the model's input embeddings put
-    # nearest it, at a cosine of at least `neighbour_similarity` (core.word_match.neighbour_keys), each scoring as
+    # nearest it, at a cosine of at least `neighbour_similarity` (word_match.neighbour_keys), each scoring as
     # a question word. A question in the user's own words shares no content word with the sentence that answers
     # it ("vessel" for "ship", "supplier" for "vendor"). 0 (default): the question's own words alone. Measured on
     # both development sets (docs/experiments.md, "Words the model takes for the question's"): with 8 the words
@@ -99,7 +99,7 @@ class EvidenceConfig:
     # entries draw its attention away from them (benchmarks/results/devset/evidence-context/modes.md).
     pot_entries: int | None = 0
     # Spans read: the candidates (found within budget_tokens and max_spans) are reranked by how likely the model
-    # finds the question after each one on its own (core.rerank), and the best `read_spans` are read, placed as
+    # finds the question after each one on its own (rerank), and the best `read_spans` are read, placed as
     # `order` says. 0: every candidate is read, unreranked. A 135M model reads the answer out of 3 spans far
     # more often than out of 12 (benchmarks/results/devset/evidence-context/modes.md).
     read_spans: int = 3
@@ -124,6 +124,13 @@ class EvidenceConfig:
     term_tokens: int = 96
 
     def __post_init__(self) -> None:
+        self._check_sizes()
+        self._check_choices()
+        self._check_word_ranking()
+        self._check_spans_read()
+
+    def _check_sizes(self) -> None:
+        """The token budget, buckets and spans the candidates are found in."""
         if self.budget_tokens < 1:
             raise ValueError(f"evidence budget must be at least 1 token, got {self.budget_tokens}")
         if self.bucket_tokens < 1:
@@ -138,40 +145,47 @@ class EvidenceConfig:
             raise ValueError(f"evidence span length must be 0 (its sentences alone) or more, got {self.span_tokens}")
         if self.max_spans < 1:
             raise ValueError(f"at least one evidence span is needed, got {self.max_spans}")
+
+    def _check_choices(self) -> None:
+        """The settings that name one of a few ways."""
         if self.bucket_score not in ("max", "sum"):
             raise ValueError(f"bucket score must be 'max' or 'sum', got {self.bucket_score!r}")
         if self.ranking not in RANKINGS:
             raise ValueError(f"evidence ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
         if self.pointer not in POINTERS:
             raise ValueError(f"evidence pointer must be one of {', '.join(POINTERS)}, got {self.pointer!r}")
-        if isinstance(self.words_per_attention, bool) or not (
-            isinstance(self.words_per_attention, int) and self.words_per_attention >= 0
-        ):
+
+    def _check_word_ranking(self) -> None:
+        """The settings of the question's words' ranking and of the neighbours it takes along."""
+        if not _is_count(self.words_per_attention):
             raise ValueError(f"word buckets per attention bucket must be 0 or more, got {self.words_per_attention!r}")
-        if isinstance(self.word_neighbours, bool) or not (
-            isinstance(self.word_neighbours, int) and self.word_neighbours >= 0
-        ):
+        if not _is_count(self.word_neighbours):
             raise ValueError(f"word neighbours must be 0 or more, got {self.word_neighbours!r}")
         if not -1.0 <= self.neighbour_similarity <= 1.0:
             raise ValueError(f"neighbour similarity must be a cosine in [-1, 1], got {self.neighbour_similarity!r}")
         if not self.words_lead_score >= 0:
             raise ValueError(f"the words' lead score must be 0 or more, got {self.words_lead_score!r}")
+
+    def _check_spans_read(self) -> None:
+        """How the spans read are picked, placed and widened, and the pot entries before them."""
         if self.order not in SPAN_ORDERS:
             raise ValueError(f"span order must be one of {', '.join(SPAN_ORDERS)}, got {self.order!r}")
-        if isinstance(self.read_spans, bool) or not isinstance(self.read_spans, int) or self.read_spans < 0:
+        if not _is_count(self.read_spans):
             raise ValueError(f"spans read must be 0 (every candidate) or more, got {self.read_spans!r}")
-        if isinstance(self.neighbour_sentences, bool) or not (
-            isinstance(self.neighbour_sentences, int) and self.neighbour_sentences >= 0
-        ):
+        if not _is_count(self.neighbour_sentences):
             raise ValueError(f"neighbour sentences must be 0 or more, got {self.neighbour_sentences!r}")
         if self.neighbour_tokens < 1:
             raise ValueError(f"a neighbour sentence must be allowed at least 1 token, got {self.neighbour_tokens}")
-        if self.pot_entries is not None and (
-            isinstance(self.pot_entries, bool) or not isinstance(self.pot_entries, int) or self.pot_entries < 0
-        ):
+        if self.pot_entries is not None and not _is_count(self.pot_entries):
             raise ValueError(
                 f"the pot entries before the passages must be 0 or more (or all of them), got {self.pot_entries!r}"
             )
+
+
+def _is_count(value) -> bool:
+    """A whole number, 0 or more. Not True or False: Python's bool is an int, but a setting given as one is a
+    mistake."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def after_pot_suffix(pot_entries: int | None) -> str:
@@ -193,7 +207,7 @@ class Bucket(NamedTuple):
     index: int  # document token // bucket_tokens
     share: float  # of the counted attention
     best: int  # the bucket's most attended document token
-    # The words ranking's own score (core.word_match, BM25-like: a rare question word found there scores high,
+    # The words ranking's own score (word_match, BM25-like: a rare question word found there scores high,
     # a common one little); 0 for the attention's buckets.
     score: float = 0.0
 
@@ -253,7 +267,7 @@ def word_ranked_buckets(
     until: int,
     neighbours: set[int] | frozenset[int] = frozenset(),
 ) -> list[Bucket]:
-    """Buckets by how well they match the question's words and their `neighbours` (core.word_match), best first;
+    """Buckets by how well they match the question's words and their `neighbours` (word_match), best first;
     buckets with no match and those from document token `until` on are left out. A bucket's share is its part of
     the total match score; its best token is its first matching one."""
     scores, first = word_match_scores(
@@ -518,7 +532,7 @@ def candidate_spans(
         keys = engine.word_keys()
         neighbours = set()
         if config.word_neighbours:
-            neighbours = engine.word_neighbours(question_ids, config.word_neighbours, config.neighbour_similarity)
+            neighbours = word_neighbours(engine, question_ids, config.word_neighbours, config.neighbour_similarity)
         words = word_ranked_buckets(document_ids, question_ids, keys, config, document_tokens, neighbours)
     check_stop()
     if config.ranking == "words":
@@ -684,16 +698,16 @@ def with_neighbours(
 
 
 def likeliest(engine: Engine, spans: list[Span], question: str, keep: int) -> list[tuple[int, float]]:
-    """(index, score) of the `keep` spans after which the question is likeliest (core.rerank), best first. One
+    """(index, score) of the `keep` spans after which the question is likeliest (rerank), best first. One
     document's candidates and a library's (app.ask.library) are chosen alike."""
-    scores = engine.question_likelihoods([span.ids for span in spans], question)
+    scores = question_likelihoods(engine, [span.ids for span in spans], question)
     return [(index, scores[index]) for index in best_spans(scores, keep)]
 
 
 def most_likely_spans(
     engine: Engine, spans: list[Span], question: str, keep: int, order: str = "document"
 ) -> list[Span]:
-    """The `keep` spans after which the question is likeliest (core.rerank), with every held span (cited, not
+    """The `keep` spans after which the question is likeliest (rerank), with every held span (cited, not
     read); all of them when keep is 0 or they are no more than that (then unscored, in document order). In
     document order, or with order "likelihood" the held spans first and then the likeliest last."""
     to_read = [span for span in spans if not span.held]

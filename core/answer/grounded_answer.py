@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 from ..decoding import DecodingConfig
 from ..engine import AnswerStats, Engine
-from ..grounding import holds_any_form, word_keys
 from .answer_confidence import AskedAbout, ConfidenceModel, likeliest
 from .answer_sentences import Sentence, judged_in_detail, judged_sentences
 from .answer_words import BASE_MODEL_WROTE, NOT_ANSWERED, SEEMS_TO_ANSWER
+from .grounding import holds_any_form, word_keys
 from .learned_judge import JudgeHead, head_for, learned_likeliest
 from .question_kind import holds_kind, question_kind
 from .written_answer import written_answer
@@ -175,7 +175,7 @@ def grounded_answer(
     likeliest last, core.answer.evidence's order "likelihood"); `verdict` is filled before the first piece; without
     passages the model's answer streams unchecked. `earlier`: the earlier questions a follow-up leans on ("What
     version of it?"): the judge reads them before the question and scores the question alone
-    (Engine.question_likelihoods' context). `carried`: earlier answers given in the document's words; when the
+    (rerank.question_likelihoods' context). `carried`: earlier answers given in the document's words; when the
     follow-up asks a number, version, date or name, they are judged with the passages' sentences, since the fact
     asked for is often in the sentence just quoted ("For how many years had she kept it?"). `names`: the names the
     question asks about that the document hardly mentions (core.answer.question_names). `on_writing` is called when

@@ -4,7 +4,7 @@ pass already computes, trained on thousands of questions made from documents out
 The judge (core.answer.answer_sentences) scores each unit by the mean log-probability of the question after it.
 That one number misses what a person sees at once: whether the few words the question turns on ("default",
 "decodes", a name) become likely after the unit, or only the question's frame does. The head reads, for each
-unit, from the same forwards (core.rerank.Judgement, nothing more run):
+unit, from the same forwards (rerank.Judgement, nothing more run):
 
 - the question's per-token log-probabilities after the unit against after no text: their mean, spread, best and
   worst gains, the share of tokens that gain (TOKEN_FEATURES);
@@ -30,9 +30,9 @@ from importlib import resources
 
 import torch
 
-from ..rerank import Judgement
 from .answer_confidence import AskedAbout, candidate_indices, sentence_features
 from .answer_sentences import Sentence
+from .rerank import Judgement
 
 HEAD_FILE = "judge_head.safetensors"
 # today's signals the head reads: core.answer.answer_confidence.FEATURES but best_span and names, which the

@@ -4,7 +4,7 @@ A sentence the judge ranks first can be about the question's subject without ans
 the Gull Head lighthouse have?" is likeliest after "Above the village, on the headland called Gull Head, stood the
 lighthouse...", which holds no number. Question-answering systems check an answer's type against the question's
 (a number for "how many", a name for "who"); here the check is on the words a sentence adds to the question
-(core.grounding.unsupported_words), so a number or name the question itself gives does not count.
+(grounding.unsupported_words), so a number or name the question itself gives does not count.
 
 Kinds, from the question's wording (English):
 - number: how many / much / long / high / often / old / far / big / large / tall, what percentage, number or
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from ..grounding import unsupported_words, word_parts
+from .grounding import unsupported_words, word_parts
 
 _NUMBER = re.compile(
     r"\bhow\s+(many|much|long|high|often|old|far|big|large|tall|wide|deep|heavy)\b"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..grounding import FUNCTION_WORDS, unsupported_words
+from .grounding import FUNCTION_WORDS, unsupported_words
 
 # A word of the question as written, with its possessive and surrounding punctuation taken off.
 _POSSESSIVE = re.compile(r"['’]s$")

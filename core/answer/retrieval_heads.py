@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..citations import answer_attention
 from ..config import PotConfig
 from ..engine import Engine
 from ..prompts import encode
+from .citations import answer_attention
 from .retrieval_tasks import retrieval_tasks
 
 CALIBRATION_VERSION = 1  # bump when the tasks or the scoring change: stored calibrations are then redone

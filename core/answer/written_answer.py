@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..decoding import DecodingConfig, decoding_for
-from ..grounding import unsupported_words
 from .answer_sentences import ITEM_START, Sentence
+from .grounding import unsupported_words
 
 # Where a sentence ends for the reader: a stop after a word or a closing mark, not a table of contents' dot leaders
 # (". . . . 12"), with its closing quotes or brackets.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from infinipot.app.ask.progress import AskStage
 from infinipot.app.web.page import sources
+from infinipot.app.web.shared_phrases import SUMMARY_REQUEST
 from infinipot.app.web.turns import SUMMARY, Turn
-from infinipot.app.web.wording import SUMMARY_REQUEST
 
 
 def stage_text(stage: AskStage, looked_at: dict | None) -> str:

@@ -13,10 +13,10 @@ import gradio as gr
 import pandas as pd
 
 from infinipot.app.errors import USER_ERRORS, one_line
-from infinipot.app.web.numbers import whole_number
+from infinipot.app.web.field_numbers import whole_number
 from infinipot.app.web.page import chat_view, render, sources
+from infinipot.app.web.shared_phrases import ALL_DOCUMENTS, SUMMARY_REQUEST, document_options
 from infinipot.app.web.turns import QUESTION, SUMMARY
-from infinipot.app.web.wording import ALL_DOCUMENTS, SUMMARY_REQUEST, document_options
 
 ALL_HEADS = "all groups"  # the kept view's choice of every KV head (a "group") of the layer at once
 NO_CHANGE = object()  # an update that leaves a value as it is

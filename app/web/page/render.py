@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from infinipot.app.web.wording import RESUME_CONTINUES
+from infinipot.app.web.shared_phrases import RESUME_CONTINUES
 
 LIBRARY_HEADERS = ["Document", "Status", "Tokens", "Pages", "Memory (kept / size)", "Disk", "ID"]
 # Why a token is in the model's memory, in plain words (the hover text of each token).

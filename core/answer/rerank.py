@@ -22,11 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from . import hf_adapter
-from .pot import Pot
+from .. import hf_adapter
+from ..pot import Pot
+from ..prompts import encode
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 # Tokens in one batched forward (its rows x their length): bounds the activations as 8 rows of ~250 tokens did.
 _FORWARD_TOKENS = 2048
@@ -46,24 +51,28 @@ class Judgement:
 
 
 def question_likelihoods(
-    model,
-    opening: Pot,
-    spans: Sequence[Sequence[int]],
-    request_ids: list[int],
-    question_ids: list[int],
-    context_ids: Sequence[int] = (),
+    engine: Engine, spans: Sequence[Sequence[int]], question: str, context: str = ""
 ) -> list[float]:
-    """The mean log-probability of `question_ids` after opening + span + `request_ids` (+ `context_ids`, which
-    are read but not scored: an earlier question a follow-up leans on), for each span.
+    """How likely the question is as the one each span alone answers: mean log-probability of its tokens (higher
+    is likelier). `context`: earlier questions written before it on their own line and not scored, so a follow-up
+    ("What version of it?") is judged as what it asks after them."""
+    return [judged.score for judged in question_judgements(engine, spans, question, context, detail=False)]
 
-    `opening`: a pot of the chat template's opening alone (Engine.opening_pot); it is not changed.
-    """
-    judged = question_judgements(model, opening, spans, request_ids, question_ids, context_ids, detail=False)
-    return [judgement.score for judgement in judged]
+
+def question_judgements(
+    engine: Engine, spans: Sequence[Sequence[int]], question: str, context: str = "", detail: bool = True
+) -> list[Judgement]:
+    """question_likelihoods with, when `detail`, each question token's log-probability and the model's last
+    hidden state after the question (Judgement), from the same forwards."""
+    _, question_ids = engine.question_parts(question)
+    context_ids = encode(engine.tokenizer, context.strip() + "\n") if context.strip() else []
+    return batched_judgements(
+        engine.model, engine.opening_pot(), spans, engine.rerank_request_ids, question_ids, context_ids, detail
+    )
 
 
 @torch.inference_mode()
-def question_judgements(
+def batched_judgements(
     model,
     opening: Pot,
     spans: Sequence[Sequence[int]],
@@ -72,8 +81,12 @@ def question_judgements(
     context_ids: Sequence[int] = (),
     detail: bool = True,
 ) -> list[Judgement]:
-    """question_likelihoods with, when `detail`, each question token's log-probability and the last hidden state
-    too: the same forwards, nothing more run."""
+    """The mean log-probability of `question_ids` after opening + span + `request_ids` (+ `context_ids`, which
+    are read but not scored: an earlier question a follow-up leans on), for each span; with `detail`, each
+    question token's log-probability and the last hidden state too: the same forwards, nothing more run.
+
+    `opening`: a pot of the chat template's opening alone (Engine.opening_pot); it is not changed.
+    """
     if not spans or not question_ids:
         return [Judgement(0.0)] * len(spans)
     device = opening.keys[0].device

@@ -8,56 +8,25 @@ weighs much, one found everywhere ("the", "is") nearly nothing.
 
 Matching is on token keys: each vocabulary entry lowercased, without its space marker, so " Shared" and
 "shared" are one key; entries without a letter or digit (punctuation, spaces) have no key and never match.
-An alphabetic entry also loses a plain English inflection (fold_inflection), so "steps" finds "step" and
+An alphabetic entry also loses a plain English inflection (core.words.fold_inflection), so "steps" finds "step" and
 "drained" finds "drain": on the development questions the word ranking's spans at 768 tokens then held the
 answer for 83.3% instead of 81.5% (docs/experiments.md, "Evidence answers on the development questions").
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from .words import SPACE_MARKERS, vocabulary
+from ..words import NO_KEY, SPACE_MARKERS, vocabulary
+from .grounding import function_word_entries
 
-NO_KEY = -1
+if TYPE_CHECKING:
+    from ..engine import Engine
+
 # BM25's term-frequency saturation: a bucket that repeats a word ten times is not ten times the evidence.
 _SATURATION = 1.2
-# Endings folded away, longest first; a stem keeps at least _STEM_LETTERS letters ("bus" stays "bus").
-_INFLECTIONS = ("ing", "ies", "ed", "es", "s")
-_STEM_LETTERS = 3
-
-
-def fold_inflection(word: str) -> str:
-    """A lower-case alphabetic word without a plain English inflection and without a final "e", so that
-    "line"/"lines", "process"/"processes"/"processed" and "flash"/"flashes" fold alike. Crude on purpose: the
-    question and the document are folded the same way, so a wrong stem only merges two rare words."""
-    if not word.isalpha():
-        return word
-    for ending in _INFLECTIONS:
-        stem = word[: -len(ending)]
-        if word.endswith(ending) and len(stem) >= _STEM_LETTERS and not (ending == "s" and stem.endswith("s")):
-            word = stem + ("y" if ending == "ies" else "")
-            break
-    if word.endswith("e") and len(word) > _STEM_LETTERS:
-        word = word[:-1]
-    return word
-
-
-def token_keys(tokenizer, vocab_size: int) -> torch.Tensor:
-    """(V,) int64: each vocabulary entry's key, equal for entries that differ only in case, a leading space or
-    an inflection (fold_inflection); NO_KEY for entries with no letter or digit and for ids past the tokenizer's
-    vocabulary."""
-    known = vocabulary(tokenizer, vocab_size)
-    keys = torch.full((vocab_size,), NO_KEY, dtype=torch.int64)
-    numbering: dict[str, int] = {}
-    special = {i for i in tokenizer.all_special_ids if i is not None}
-    for index, token in enumerate(known):
-        if not token or index in special:
-            continue
-        word = token.strip(SPACE_MARKERS).lower()
-        if any(ch.isalnum() for ch in word):
-            keys[index] = numbering.setdefault(fold_inflection(word), len(numbering))
-    return keys
 
 
 def _bm25(presence: torch.Tensor, buckets: torch.Tensor, count: int) -> torch.Tensor:
@@ -87,7 +56,7 @@ def neighbour_keys(
     A question in the user's own words shares no content word with the sentence that answers it, but the
     model's embeddings put "vessel" next to "ship", "supplier" next to "vendor", "directory" next to "folder".
 
-    keys: (V,) word keys (token_keys); word_lengths: (V,) the characters of each entry's word, 0 for an entry
+    keys: (V,) word keys (core.words.token_keys); word_lengths: (V,) the characters of each entry's word, 0 for an entry
     that is no content word (no key, a function word, anything but letters and digits); embeddings: (V', hidden)
     the model's input embeddings (V' >= V); norms: (V',) their norms in fp32."""
     vocab = keys.shape[0]
@@ -131,6 +100,20 @@ def content_word_lengths(
             word = token.strip(SPACE_MARKERS)
             lengths[index] = len(word) if word.isalnum() else 0
     return lengths
+
+
+def word_neighbours(engine: Engine, question_ids: list[int], most: int, least_similarity: float) -> set[int]:
+    """The word keys the engine's model's input embeddings put nearest the question's content words
+    (neighbour_keys); the entries' word lengths and the embeddings' norms are made once per model."""
+    embeddings = engine.model.get_input_embeddings().weight.detach()  # (V', hidden)
+    lengths = engine.table(
+        "content word lengths",
+        lambda: content_word_lengths(
+            vocabulary(engine.tokenizer, engine.vocab_size), engine.word_keys(), function_word_entries(engine)
+        ),
+    )  # (V,)
+    norms = engine.table("embedding norms", lambda: embeddings.float().norm(dim=1))  # (V',) fp32
+    return neighbour_keys(question_ids, engine.word_keys(), lengths, embeddings, norms, most, least_similarity)
 
 
 def word_match_scores(

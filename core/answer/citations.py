@@ -3,7 +3,7 @@
 After an answer is generated, the request and the answer are run once more over the pot (teacher-forced,
 with eager attention so the weights exist), and every pot entry gets the attention the answer's queries paid
 to it. An entry of layer l and KV head h holds document token `origin[l, h, i] - prefix_len`, so the entry
-scores add up per document token; app/citing.py maps those tokens to pages and lines.
+scores add up per document token; app/ask/citing.py maps those tokens to pages and lines.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from . import hf_adapter
-from .pot import Pot
+from .. import hf_adapter
+from ..pot import Pot
 
 
 @dataclass(frozen=True)

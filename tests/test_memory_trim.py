@@ -1,5 +1,5 @@
-"""Freed memory goes back to the system after a piece of work (app/heap.py), and an answer's stream does that once
-it ends, however it ends."""
+"""Freed memory goes back to the system after a piece of work (app/memory_trim.py), and an answer's stream does
+that once it ends, however it ends."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import textwrap
 
 import pytest
 
-from infinipot.app.ask.held import HeldStream
+from infinipot.app.ask.holding_stream import HeldStream
 
 # Many blocks below glibc's mmap threshold, all freed but the last (which pins the top of the heap, so free()
 # alone cannot shrink it): the freed memory stays resident until it is trimmed.
 FRAGMENTED = textwrap.dedent(
     """
     import ctypes, ctypes.util, threading
-    from infinipot.app.heap import return_freed_memory
+    from infinipot.app.memory_trim import return_freed_memory
     
     libc = ctypes.CDLL(ctypes.util.find_library("c"))
     libc.malloc.restype = ctypes.c_void_p

@@ -6,7 +6,7 @@ Public License" where page 2 says "GNU Free Documentation License"). The answer'
 limited to the words of the passages and of the question, plus English function words and every entry that
 carries no letter or digit (punctuation, spaces, the end of turn): a word the passages never use cannot be
 written, so a name, number or identifier in the answer is one the passages hold. Words are compared by their
-keys (core.word_match: case, a leading space and a plain inflection aside), entry by entry of the vocabulary.
+keys (core.words.token_keys: case, a leading space and a plain inflection aside), entry by entry of the vocabulary.
 """
 
 from __future__ import annotations
@@ -14,10 +14,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
-from .word_match import NO_KEY, fold_inflection
+from ..words import NO_KEY, fold_inflection, vocabulary
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 # Words an answer needs whatever the passage says: articles, pronouns, auxiliaries, prepositions, conjunctions,
 # and the few words the model uses to frame an answer ("text", "document", "answer").
@@ -39,7 +43,7 @@ _PART_BREAK = re.compile(r"[-_./']")
 
 @functools.lru_cache(maxsize=1 << 16)
 def word_key(word: str) -> str:
-    """A word as core.word_match compares it: lower case, a plain inflection folded (remembered: an answer's
+    """A word as core.words.token_keys compares it: lower case, a plain inflection folded (remembered: an answer's
     checks look up the same few hundred words many times)."""
     return fold_inflection(word.lower())
 
@@ -61,12 +65,27 @@ def allowed_tokens(keys: torch.Tensor, function_words: torch.Tensor, sources: It
     passages read and the question), the function words, and every entry with no key (punctuation, spaces,
     special tokens such as the end of turn).
 
-    keys: (V,) int64 word keys (core.word_match.token_keys); function_words: (V,) bool (function_word_flags)."""
+    keys: (V,) int64 word keys (core.words.token_keys); function_words: (V,) bool (function_word_flags)."""
     vocab = keys.shape[0]
     ids = torch.tensor([t for source in sources for t in source if 0 <= t < vocab], dtype=torch.int64)  # (n,)
     used = keys[ids].unique() if ids.numel() else torch.empty(0, dtype=torch.int64)  # (k,)
     used = used[used != NO_KEY]
     return (keys == NO_KEY) | function_words | torch.isin(keys, used)  # (V,)
+
+
+def function_word_entries(engine: Engine) -> torch.Tensor:
+    """(V,) bool: the entries of the engine's vocabulary that are function words (function_word_flags), made once
+    per model."""
+    return engine.table(
+        "function words",
+        lambda: function_word_flags(vocabulary(engine.tokenizer, engine.vocab_size), engine.word_keys()),
+    )
+
+
+def answer_vocabulary(engine: Engine, sources: Sequence[Sequence[int]]) -> torch.Tensor:
+    """(V,) bool on the model's device: what an answer drawn from `sources` (token ids of the passages and the
+    question) may write: their words, function words, punctuation (Engine.answer's `allowed_tokens`)."""
+    return allowed_tokens(engine.word_keys(), function_word_entries(engine), sources).to(engine.loaded.device)
 
 
 def content_words(text: str) -> list[str]:
