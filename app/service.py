@@ -668,7 +668,7 @@ class DocumentService:
             yield text
             return
         answers = [_document_answer(stats, text, answering.doc_id, names)]
-        for other in others:  # one pot at a time: each is let go before the next is loaded
+        for other in others:  # one at a time, each held in use only while it answers
             stored = self.open_pot(other.doc_id)
             own = LibraryStats(answer_from="evidence")
             hold = self._hold(stored)
@@ -686,7 +686,6 @@ class DocumentService:
             stats.evidence_tokens += own.evidence_tokens
             if read:
                 answers.append(_document_answer(own, said, stored.doc_id, names))
-            del stored
         stats.answers = [answer.as_json() for answer in answers]
         named = library.named_answers(answers)
         if not named:

@@ -395,10 +395,7 @@ def _after_heading(text: str, title: str) -> str:
 def _first_point(engine: Engine, fetch, head: OutlineEntry, end: int, skip: set[str], window: int = 384) -> str:
     """The first statement-like sentence of the part's first `window` tokens, its heading's line left out."""
     text = _after_heading(engine.tokenizer.decode(list(fetch(head.token, min(end, head.token + window)))), head.title)
-    sentences = [s for paragraph in prose_sentences(text) for s in paragraph]
-    return next(
-        (s for s in sentences if is_point(s) and not already_said(s, skip) and is_whole(s) and not is_notice(s)), ""
-    )
+    return next((s for s in prose_sentences(text) if _is_new_statement(s, skip)), "")
 
 
 # Lower-case content words: what a part says about things; names recur in filler too ("Wim Jansen said that the
@@ -414,18 +411,17 @@ _COMMON = frozenset(
 )
 
 
-def _can_sum_up(sentence: str, said: set[str]) -> bool:
-    """Whether a sentence can say what a part is about: a whole statement, not said already, neither a notice nor
-    a side remark."""
-    if not is_point(sentence) or already_said(sentence, said) or not is_whole(sentence):
+def _is_new_statement(sentence: str, said: set[str]) -> bool:
+    """Whether a sentence is a whole statement, not a notice, and not said already (nor held in a longer sentence
+    said: a sentence cut at its clauses in one stretch of text is whole in another)."""
+    if not is_point(sentence) or not is_whole(sentence) or is_notice(sentence):
         return False
-    return not (is_notice(sentence) or leans_on_context(sentence))
+    return not any(sentence in other for other in said)
 
 
-def already_said(sentence: str, said: set[str]) -> bool:
-    """Whether a sentence, or a longer one holding it, was said already (a sentence cut at its clauses in one
-    stretch of text is whole in another)."""
-    return sentence in said or any(sentence in other for other in said)
+def _can_sum_up(sentence: str, said: set[str]) -> bool:
+    """Whether a sentence can say what a part is about: a new whole statement that is not a side remark."""
+    return _is_new_statement(sentence, said) and not leans_on_context(sentence)
 
 
 def _stem(word: str) -> str:
@@ -467,7 +463,7 @@ def central_sentences(texts: list[str], skip: set[str], titles: list[str] | None
     for k, (text, words) in enumerate(zip(texts, counts, strict=True)):
         title = _stems(titles[k]) if titles else set()
         best, best_score = "", 0.0
-        for sentence in (s for paragraph in prose_sentences(text) for s in paragraph):
+        for sentence in prose_sentences(text):
             if not _can_sum_up(sentence, skip):
                 continue
             own = {w for w in _CONTENT_WORD.findall(sentence) if w not in _COMMON}
@@ -489,8 +485,7 @@ def _central_point(
         first = bucket.index * size
         if start + size <= first < end:
             text = engine.tokenizer.decode(list(fetch(max(start, first - size), min(end, first + 2 * size))))
-            sentences = (s for paragraph in prose_sentences(text) for s in paragraph)
-            sentence = next((s for s in sentences if _can_sum_up(s, skip)), "")
+            sentence = next((s for s in prose_sentences(text) if _can_sum_up(s, skip)), "")
             if sentence:
                 return sentence
     return ""

@@ -111,9 +111,10 @@ def prose_paragraphs(text: str) -> list[Paragraph]:
     return paragraphs
 
 
-def prose_sentences(text: str) -> list[list[str]]:
-    """The sentences of each prose paragraph (reference marks left out), paragraph by paragraph."""
-    return [split_sentences(_REFERENCE_MARK.sub("", paragraph.text)) for paragraph in prose_paragraphs(text)]
+def prose_sentences(text: str) -> list[str]:
+    """The sentences of the text's prose paragraphs (reference marks left out), in order; none runs across a
+    paragraph's end."""
+    return [s for paragraph in prose_paragraphs(text) for s in split_sentences(_REFERENCE_MARK.sub("", paragraph.text))]
 
 
 def is_whole(sentence: str) -> bool:

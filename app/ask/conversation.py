@@ -85,7 +85,7 @@ def _record(
         # A stopped answer keeps what was on screen: its words, or the passage looked at before them; no sources.
         "citations": [] if stopped else stats.citations,
         "answer_from": stats.answer_from,
-        "stopped": stats.stopped_by == "reader",
+        "stopped": stopped,
         "answerable": stats.answerable,
         "answer_state": stats.answer_state,
         "answered_by": stats.answered_by,

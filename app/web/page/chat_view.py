@@ -23,10 +23,17 @@ def looking_at_text(looked_at: dict) -> str:
     return f"*Looking at {looked_at['label']}:* “{sources.markdown_text(quote)}”"
 
 
+def is_waiting_text(text: str) -> bool:
+    """Whether a bubble's text says what the answer waits for (a stage, PENDING_ANSWER, the passage looked at
+    before a stage), not words of an answer: it starts with an asterisk and ends "…*"."""
+    text = text.strip()
+    return text.startswith("*") and text.endswith("…*")
+
+
 def shown_when_stopped(content: str) -> str:
     """What a bubble keeps when Stop ends its answer: its words, or while it waited the passage looked at (the
     stage after it goes; nothing at all when no passage was shown)."""
-    if not (content.strip().startswith("*") and content.strip().endswith("…*")):
+    if not is_waiting_text(content):
         return content
     looking, gap, _ = content.strip().rpartition("\n\n")
     return looking if gap and looking.startswith("*Looking at ") else ""

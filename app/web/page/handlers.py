@@ -155,8 +155,7 @@ def _is_waiting(content) -> bool:
     answer waits for (PENDING_ANSWER, a stage of a summary), not words of an answer."""
     if isinstance(content, list):
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    text = (content or "").strip()
-    return text.startswith("*") and text.endswith("…*")
+    return chat_view.is_waiting_text(content or "")
 
 
 def _kept_when_stopped(content):
@@ -724,7 +723,7 @@ class Handlers:
                 window.get("heads_counted", 0),
                 local=bool(window.get("local_window")),
                 whole=window["whole"],
-                quoted=render.quote_note(window, quoted) != "",
+                quoted=render.marks_quote(window, quoted),
             ),
             render.tokens_html(window, quoted),
             render.retention_html(retention),

@@ -227,7 +227,7 @@ def legend_html(mode: str, heads: int = 0, local: bool = False, whole: bool = Fa
     return f'<div class="ip-legend"><b>{escape(LEGEND_NOTE)}</b> {cells} {forgotten}{underline}</div>'
 
 
-def _marks_quote(window: dict, quoted: list[int] | None) -> bool:
+def marks_quote(window: dict, quoted: list[int] | None) -> bool:
     return bool(quoted) and quoted[0] < window["end"] and quoted[1] > window["start"]
 
 
@@ -290,7 +290,7 @@ def _quote_words(window: dict, quoted: list[int]) -> list[bool]:
 def quote_note(window: dict, quoted: list[int] | None) -> str:
     """Whether the model still holds the words of the sentence an answer quoted (underlined in the view): all of
     them, some (the coloured ones) or none; the quote itself is always read from the document's stored text."""
-    if not _marks_quote(window, quoted):
+    if not marks_quote(window, quoted):
         return ""
     words = _quote_words(window, quoted)
     held = sum(words)
