@@ -13,7 +13,10 @@ import ctypes
 import ctypes.util
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @functools.cache
@@ -37,3 +40,11 @@ def return_freed_memory() -> bool:
     """Release the heap's free pages in every arena; whether the C library could (False: nothing to do here)."""
     trim = _malloc_trim()
     return bool(trim(0)) if trim is not None else False
+
+
+def then_freed(items: Iterator[T]) -> Iterator[T]:
+    """The items, then the memory their work needed given back, however the stream ends."""
+    try:
+        yield from items
+    finally:
+        return_freed_memory()

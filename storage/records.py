@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from typing import ClassVar, Self
 
 from .migrations import MESSAGE_ROLES, POT_STATUSES
 
@@ -13,16 +14,22 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _from_row(cls, row: dict, json_fields: tuple[str, ...] = ()):
-    values = {f.name: row[f.name] for f in fields(cls)}
-    for name in json_fields:
-        if values[name] is not None:
-            values[name] = json.loads(values[name])
-    return cls(**values)
+class _Record:
+    """A row as a frozen dataclass: each field is the column of its name, the json_fields stored as JSON text."""
+
+    json_fields: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_row(cls, row: dict) -> Self:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        for name in cls.json_fields:
+            if values[name] is not None:
+                values[name] = json.loads(values[name])
+        return cls(**values)
 
 
 @dataclass(frozen=True)
-class DocumentRecord:
+class DocumentRecord(_Record):
     id: str
     content_hash: str
     name: str
@@ -43,13 +50,11 @@ class DocumentRecord:
         if self.size_bytes < 0:
             raise ValueError(f"size must not be negative, got {self.size_bytes}")
 
-    @classmethod
-    def from_row(cls, row: dict) -> DocumentRecord:
-        return _from_row(cls, row)
-
 
 @dataclass(frozen=True)
-class PotRecord:
+class PotRecord(_Record):
+    json_fields = ("config", "counters")
+
     id: int
     document_id: str
     model: str
@@ -84,13 +89,11 @@ class PotRecord:
         if (self.read_bytes is None) != (self.prefix_sha256 is None):
             raise ValueError(f"pot {self.id} records read bytes and their hash together, or neither")
 
-    @classmethod
-    def from_row(cls, row: dict) -> PotRecord:
-        return _from_row(cls, row, ("config", "counters"))
-
 
 @dataclass(frozen=True)
-class CheckpointRecord:
+class CheckpointRecord(_Record):
+    json_fields = ("counters", "stream")
+
     id: int
     pot_id: int
     document_tokens: int
@@ -106,26 +109,20 @@ class CheckpointRecord:
         if self.document_tokens < 0:
             raise ValueError(f"a checkpoint cannot have read {self.document_tokens} tokens")
 
-    @classmethod
-    def from_row(cls, row: dict) -> CheckpointRecord:
-        return _from_row(cls, row, ("counters", "stream"))
-
 
 @dataclass(frozen=True)
-class ConversationRecord:
+class ConversationRecord(_Record):
     id: int
     document_id: str
     pot_id: int | None
     title: str | None
     created_at: str
 
-    @classmethod
-    def from_row(cls, row: dict) -> ConversationRecord:
-        return _from_row(cls, row)
-
 
 @dataclass(frozen=True)
-class MessageRecord:
+class MessageRecord(_Record):
+    json_fields = ("meta",)
+
     id: int
     conversation_id: int
     role: str
@@ -136,7 +133,3 @@ class MessageRecord:
     def __post_init__(self) -> None:
         if self.role not in MESSAGE_ROLES:
             raise ValueError(f"message role must be one of {', '.join(MESSAGE_ROLES)}, got {self.role!r}")
-
-    @classmethod
-    def from_row(cls, row: dict) -> MessageRecord:
-        return _from_row(cls, row, ("meta",))

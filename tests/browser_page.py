@@ -22,7 +22,8 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from benchmarks.app_walk import CHROMIUM_FLAGS as WALK_FLAGS  # noqa: E402  (the app walk's browser, a taller window)
+# The app walk's browser, in a taller window.
+from benchmarks.app_walk.browser import CHROMIUM_FLAGS as WALK_FLAGS  # noqa: E402
 
 CHROMIUM_FLAGS = (*WALK_FLAGS, "--window-size=1280,1800")
 

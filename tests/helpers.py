@@ -166,24 +166,14 @@ def make_workspace(home: Path, pace: float = 0.0):
 
             return super().read(path, config, model_name, paced, follow, checkpoint_seconds, dtype)
 
-        def ask(self, doc, question, settings=None, *args, on_stage=None, **kwargs):
+        def asking(self, doc, question, settings=None, *args, **kwargs):
             if self.always_write:
                 settings = _always_writing(settings)
-            if on_stage is not None and self.stage_pace:
-                time.sleep(self.stage_pace)  # the search, as slow as the stages
+            return super().asking(doc, question, settings, *args, **kwargs)
 
-                def paced_stage(stage):
-                    on_stage(stage)
-                    time.sleep(self.stage_pace)
-
-                kwargs["on_stage"] = paced_stage
-            else:
-                kwargs["on_stage"] = on_stage
-            return super().ask(doc, question, settings, *args, **kwargs)
-
-        def _answer(self, *args, **kwargs):
+        def answer_steps(self, *args):
             # Paced inside the service's stream, as a slow model would be: what is stored is what was given.
-            return self._paced(super()._answer(*args, **kwargs))
+            return _paced_steps(self, super().answer_steps(*args))
 
         def summarize(self, *args, on_part=None, **kwargs):
             def paced_part(k, n):
@@ -194,18 +184,39 @@ def make_workspace(home: Path, pace: float = 0.0):
             pieces, stats = super().summarize(*args, on_part=paced_part, **kwargs)
             return self._paced(pieces), stats
 
-        def _paced(self, pieces):
+        def _paced(self, pieces, done=True):
             for piece in pieces:
-                # An extractive summary comes as one piece; streamed a few words at a time it has a middle to stop
-                # in, as the abstractive summary and every answer have, instead of a race with pieces_done.
+                # A checked answer or an outline summary comes as one piece; streamed a few words at a time it has
+                # a middle to stop in, as a written answer has, instead of a race with pieces_done.
                 for words in _few_words_at_a_time(piece):
                     time.sleep(self.answer_pace)
                     yield words
+            if done:
+                self._done()
+
+        def _done(self):
             self.pieces_done.set()
             time.sleep(self.tail_pace)
 
     service = PacedService(home, device="cpu")
     return Workspace(service, ReadQueue(service), max_upload_bytes=1 << 20)
+
+
+def _paced_steps(service, steps):
+    """An answer's steps (ask.pipeline.answer_steps) at the service's pace: the search takes `stage_pace`, as does
+    each stage, and each piece comes a few words at a time, `answer_pace` before each."""
+    from infinipot.app.ask.events import Piece
+    from infinipot.app.ask.progress import AskStage
+
+    time.sleep(service.stage_pace)
+    for step in steps:
+        if isinstance(step, AskStage):
+            yield step
+            time.sleep(service.stage_pace)
+            continue
+        for words in service._paced([step.text], done=False):
+            yield Piece(words)
+    service._done()
 
 
 def _few_words_at_a_time(piece: str, words: int = 4) -> list[str]:
@@ -344,3 +355,31 @@ def assert_same_pot(a, b):
     assert ours.keys() == theirs.keys()
     for name in ours:
         assert torch.equal(ours[name], theirs[name]), name
+
+
+def checked_verdict(check):
+    """The verdict a core check (core.answer.grounded_answer.checking) returns, its steps run through."""
+    while True:
+        try:
+            next(check)
+        except StopIteration as done:
+            return done.value
+
+
+def fake_check(monkeypatch, decide) -> None:
+    """The answer's check (app.ask.pipeline's checking and final_answer) replaced, and made for every answer (a
+    tiny pot may leave no room for passages): `decide(engine, question, passages, **what the check is given)`
+    returns its (Verdict, answer)."""
+    from infinipot.app.ask import pipeline
+
+    said: list[str] = []
+
+    def checking(engine, pot, question, passages, decoding, stats, config, **kwargs):
+        yield from ()  # a check that never writes
+        verdict, text = decide(engine, question, passages, **kwargs)
+        said[:] = [text]
+        return verdict
+
+    monkeypatch.setattr(pipeline, "answers_freely", lambda read, grounding: False)
+    monkeypatch.setattr(pipeline, "checking", checking)
+    monkeypatch.setattr(pipeline, "final_answer", lambda engine, verdict, *args: (verdict, said[0]))

@@ -37,11 +37,10 @@ from infinipot.core.answer.evidence import (
 )
 from infinipot.core.answer.rerank import question_likelihoods
 from infinipot.core.config import PotConfig
-from infinipot.core.decoding import DecodingConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.model import LoadedModel
 from infinipot.core.prompts import encode
-from infinipot.core.summary import SummaryConfig, blocks_of, is_run_on, main_points, opening_first, summarize_document
+from infinipot.core.summary import is_run_on
 
 STOP = 0  # the token that ends a sentence in the index-level tests
 CONTINUATION = 7  # a token that continues the word before it ("19" after "4.")
@@ -96,15 +95,6 @@ def test_span_breaks_take_a_line_end_always_and_a_stop_only_before_a_new_word():
 
 def fetch_from(document: list[int]):
     return lambda start, end: document[start:end]
-
-
-def summary_of(engine, pot, document, config, on_part=None, locate=None, stats=None) -> str:
-    """The whole summary of `document` (read into `pot`), its parts decoded 6 tokens at most."""
-    decoding = DecodingConfig(max_new_tokens=6)
-    parts = summarize_document(
-        engine, pot, len(document), fetch_from(document), config, decoding, stats or AnswerStats(), on_part, locate
-    )
-    return "".join(parts)
 
 
 def test_chosen_spans_do_not_overlap_stay_in_budget_and_come_in_document_order():
@@ -253,14 +243,6 @@ def test_a_bucket_in_the_pots_verbatim_tail_is_cited_but_not_read_and_costs_no_b
     assert not any(s.held for s in choose_spans(buckets, len(document), fetch_from(document), ends, config))
 
 
-def test_blocks_group_consecutive_spans_within_the_block_size():
-    spans = [Span(i * 100, i * 100 + 40, (1,) * 40, 0.1, i * 100) for i in range(5)]
-    spans.append(Span(900, 1000, (1,) * 100, 0.1, 900))
-    blocks = blocks_of(spans, block_tokens=90)
-    assert [[s.start for s in block] for block in blocks] == [[0, 100], [200, 300], [400], [900]]
-    assert [s for block in blocks for s in block] == spans  # nothing lost, order kept
-
-
 # -- on a model whose every query attends to one planted token --------------------------------------------
 NEEDLE = 300
 
@@ -406,102 +388,11 @@ def test_a_document_that_fits_the_pot_has_no_evidence_to_add():
     assert find_evidence(engine, pot, "Why?", len(document), fetch_from(document), EvidenceConfig(), 8) == []
 
 
-def test_a_long_document_is_summarized_part_by_part_within_the_pot():
-    engine = attending_engine(pot_size=160, keep=64)
-    document = planted_document(900, at=500)
-    pot = engine.read([document])
-    lengths = record_cache_lengths(engine.model)
-    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, style="written")
-    calls = []
-    blocks_read = []
-    read = engine.read
-    engine.read = lambda chunks: read(blocks_read.append(list(chunks)) or blocks_read[-1])
-    text = summary_of(engine, pot, document, config, lambda k, n: calls.append((k, n)))
-    blocks = calls[0][1]
-    assert blocks >= 2  # 256 tokens of spans in blocks of at most 96
-    assert calls == [(k, blocks) for k in range(1, blocks + 2)]  # every part, then the combination
-    assert max(lengths) <= engine.config.pot_size
-    assert text.strip()  # the combined summary (the attending model never ends an answer early)
-    assert blocks_read[0][0][:32] == document[:32]  # the first part opens with the document's opening
-
-
-def test_the_opening_alone_is_asked_what_the_document_is_and_its_answer_leads_the_parts():
-    engine = attending_engine(pot_size=160, keep=64)
-    document = planted_document(900, at=500)
-    pot = engine.read([document])
-    config = SummaryConfig(span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, style="written")
-    asked, reads = [], []
-    answer, read = engine.answer, engine.read
-    engine.answer = lambda pot, question, *a, **k: asked.append(question) or answer(pot, question, *a, **k)
-    engine.read = lambda chunks: read(reads.append(list(chunks)) or reads[-1])
-    stats = AnswerStats()
-    text = summary_of(engine, pot, document, config, stats=stats)
-    assert asked == ["What is this document about?"]
-    assert [document[:32]] in reads  # the lead is asked of the opening alone
-    lead = "".join(answer(read([document[:32]]), asked[0], DecodingConfig(max_new_tokens=4))).strip()
-    combined = engine.tokenizer.decode(reads[-1][0])
-    assert combined.startswith(lead) and text.strip()  # the lead is the first of the partial summaries
-
-    asked.clear()
-    quiet = SummaryConfig(
-        span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, lead_question="", style="written"
-    )
-    summary_of(engine, pot, document, quiet, stats=stats)
-    assert asked == []
-
-
-def test_an_extractive_summary_leads_with_the_opening_and_quotes_one_point_per_part_within_the_pot():
-    engine = attending_engine(pot_size=160, keep=64)
-    document = planted_document(900, at=500)
-    pot = engine.read([document])
-    lengths = record_cache_lengths(engine.model)
-    config = SummaryConfig(
-        span_tokens=256, block_tokens=96, part_new_tokens=4, opening_tokens=32, points=3, style="extractive"
-    )
-    calls = []
-    text = summary_of(engine, pot, document, config, lambda k, n: calls.append((k, n)), lambda token: f"token {token}")
-    assert calls == [(1, 2), (2, 2)]  # the lead, then the points
-    assert max(lengths) <= engine.config.pot_size
-    assert text.strip()  # the checked answer from the opening, or its first sentence (random ids have no points)
-
-
-def test_main_points_are_one_statement_per_part_from_its_best_span_in_document_order():
-    engine = Engine(tiny_loaded("llama"), PotConfig(pot_size=256, keep_size=64))
-
-    def span(start: int, text: str, score: float) -> Span:
-        ids = tuple(encode(engine.tokenizer, text))
-        return Span(start, start + len(ids), ids, score, start)
-
-    spans = [
-        span(10, "the tail of a sentence cut here. The cover of the first book is green and old.", 0.2),
-        span(40, "See http://example.org for the whole of the long text here.", 0.9),  # a web address: no point
-        span(120, "Short one. The second part holds a statement that is long enough.", 0.3),
-        span(150, "The better span of the second part also has a long statement.", 0.5),
-        span(250, "Heading words only", 0.9),
-    ]
-    points = main_points(engine, spans, 3, set(), 300)
-    assert [p.text for p in points] == [
-        "The cover of the first book is green and old.",
-        "The better span of the second part also has a long statement.",
-    ]
-    assert [p.token for p in points] == [10, 150]
-    assert main_points(engine, spans, 3, {"The cover of the first book is green and old."}, 300)[0].token == 150
-
-
-def test_a_partial_summary_of_run_on_fragments_is_recognised():
+def test_a_run_of_fragments_is_recognised():
     assert is_run_on("The [gnu-h-h-n-h-l-h-m-n-m-m-h-t-t-h-w-w-h-v-w-v-h-i-i-h-j-j-i-j-m-j-n-n-s-n-t-n-w-n-y-y-z")
     assert not is_run_on("The manual describes libtasn1, a library for ASN.1 and DER encoding.")
     assert not is_run_on("It documents asn1_read_value_type and asn1_der_decoding_startEnd among others.")
     assert not is_run_on("")
-
-
-def test_the_summary_ranking_puts_the_opening_first_without_repeating_it():
-    ranked = [Bucket(7, 0.5, 450), Bucket(1, 0.3, 70), Bucket(4, 0.2, 260)]
-    reordered = opening_first(ranked, opening_tokens=130, bucket_tokens=64)
-    assert [b.index for b in reordered] == [0, 1, 2, 7, 4]
-    assert opening_first(ranked, 0, 64) == ranked
-    with pytest.raises(ValueError, match="opening"):
-        SummaryConfig(span_tokens=2048, opening_tokens=4096)
 
 
 # -- through the service and the CLI ----------------------------------------------------------------------

@@ -4,10 +4,11 @@ questions, and `ask --conversation ID` continuing a conversation from the CLI.""
 from __future__ import annotations
 
 import pytest
-from helpers import expect_one_line_error, run_json
+from helpers import expect_one_line_error, fake_check, run_json
 from tiny_models import tiny_loaded
 
 from infinipot.app.ask.follow_up import NOT_FOUND_TURN, follow_up_query, refers_back, turns_in_view, writer_turns
+from infinipot.core.answer.grounded_answer import Verdict
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import Engine
 from infinipot.core.prompts import encode
@@ -104,19 +105,17 @@ def test_the_cli_continues_a_conversation_and_the_follow_up_sees_the_earlier_tur
 def test_a_follow_up_weighs_only_the_earlier_answers_given_in_the_documents_words(
     tmp_path, infinipot_home, tiny_model_dir, document, monkeypatch
 ):
-    from infinipot.app import service as service_module
     from infinipot.app.service import DocumentService
 
     carried_seen: list[list[str]] = []
     reasons = iter(["standout", "none", "free"])
 
-    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+    def decide(engine, question, passages, **kwargs):
         carried_seen.append(list(kwargs.get("carried", ())))
-        verdict.reason = next(reasons)
-        verdict.answerable = verdict.reason != "none"
-        yield f"answer to {question}"
+        reason = next(reasons)
+        return Verdict(reason=reason, answerable=reason != "none"), f"answer to {question}"
 
-    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    fake_check(monkeypatch, decide)
     service = DocumentService(infinipot_home, device="cpu")
     service.read(document, PotConfig(pot_size=128, keep_size=48), tiny_model_dir)
     ask = lambda question, cid=None: service.ask(str(document), question, conversation_id=cid)  # noqa: E731
@@ -136,21 +135,19 @@ def test_a_follow_up_weighs_only_the_earlier_answers_given_in_the_documents_word
 def test_a_follow_up_answered_with_the_earlier_sentence_cites_where_that_sentence_was_quoted_from(
     tmp_path, infinipot_home, tiny_model_dir, document, monkeypatch
 ):
-    from infinipot.app import service as service_module
     from infinipot.app.service import DocumentService
     from infinipot.core.answer.answer_sentences import Sentence
 
     stated = "Permission is granted under the GNU Free Documentation License, Version 1.3."
     reasons = iter(["standout", "earlier"])
 
-    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
-        verdict.reason = next(reasons)
+    def decide(engine, question, passages, **kwargs):
+        reason = next(reasons)
         # An "earlier" sentence comes after the passages, from the carried answers.
-        span = len(passages) + len(kwargs["carried"]) - 1 if verdict.reason == "earlier" else 0
-        verdict.sentence = Sentence(stated, span, 0.0)
-        yield stated
+        span = len(passages) + len(kwargs["carried"]) - 1 if reason == "earlier" else 0
+        return Verdict(reason=reason, sentence=Sentence(stated, span, 0.0)), stated
 
-    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    fake_check(monkeypatch, decide)
     service = DocumentService(infinipot_home, device="cpu")
     service.read(document, PotConfig(pot_size=128, keep_size=48), tiny_model_dir)
     pieces, first, _ = service.ask(str(document), "Under which license is this manual distributed?")
@@ -178,18 +175,16 @@ def test_the_writer_does_not_see_an_earlier_turn_that_found_nothing():
 def test_a_follow_up_after_an_answer_that_found_nothing_is_written_without_that_turn(
     tmp_path, infinipot_home, tiny_model_dir, document, monkeypatch
 ):
-    from infinipot.app import service as service_module
     from infinipot.app.service import DocumentService
 
     seen: list[tuple[str, list]] = []
     answerable = iter([False, True])
 
-    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+    def decide(engine, question, passages, **kwargs):
         seen.append((kwargs["earlier"], list(kwargs["history"])))
-        verdict.reason, verdict.answerable = "none", next(answerable)
-        yield f"answer to {question}"
+        return Verdict(reason="none", answerable=next(answerable)), f"answer to {question}"
 
-    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    fake_check(monkeypatch, decide)
     service = DocumentService(infinipot_home, device="cpu")
     service.read(document, PotConfig(pot_size=128, keep_size=48), tiny_model_dir)
     pieces, first, _ = service.ask(str(document), "How high is Mount Aster?")

@@ -8,9 +8,11 @@ and a writer run where it should not be fails the test."""
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 
 import pytest
+from helpers import checked_verdict
 from tiny_models import tiny_loaded
 
 from infinipot.core.answer import answer_sentences
@@ -27,7 +29,16 @@ from infinipot.core.answer.answer_confidence import (
 )
 from infinipot.core.answer.answer_sentences import Sentence, ranked_sentences, split_sentences
 from infinipot.core.answer.answer_words import BASE_MODEL_WROTE
-from infinipot.core.answer.grounded_answer import CLOSEST_WORDS, NOT_ANSWERED, GroundingConfig, Verdict, grounded_answer
+from infinipot.core.answer.grounded_answer import (
+    CLOSEST_WORDS,
+    NOT_ANSWERED,
+    GroundingConfig,
+    Verdict,
+    answers_freely,
+    checking,
+    final_answer,
+    free_answer,
+)
 from infinipot.core.config import PotConfig
 from infinipot.core.engine import AnswerStats, Engine
 from infinipot.core.model import LoadedModel
@@ -85,11 +96,18 @@ def judged(engine, monkeypatch, scores: dict[str, float], written: str | None = 
     return calls
 
 
-def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES, **kwargs):
+def ask(engine, question="Which license covers this manual?", config=None, passages=PASSAGES, absent=(), **kwargs):
+    """(text, verdict, stats) as app.ask.pipeline makes the answer from core's steps: unchecked when nothing is
+    checked, else checked, the words the document lacks (`absent`) asked only when not answerable."""
     config = config or GroundingConfig()
-    verdict, stats = Verdict(), AnswerStats()
+    stats = AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in passages]
-    text = "".join(grounded_answer(engine, None, question, ids, None, stats, config, verdict, **kwargs))
+    if answers_freely(ids, config):
+        text = "".join(free_answer(engine, None, question, ids, None, stats, kwargs.get("history", ())))
+        return text, Verdict(reason="free"), stats
+    started = time.perf_counter()
+    verdict = checked_verdict(checking(engine, None, question, ids, None, stats, config, **kwargs))
+    verdict, text = final_answer(engine, verdict, stats, started, () if verdict.answerable else absent)
     return text, verdict, stats
 
 
@@ -436,5 +454,5 @@ def test_a_question_about_words_the_document_never_uses_is_not_found_even_when_a
     engine, monkeypatch
 ):
     judged(engine, monkeypatch, scores(0.0, -0.95, -1.0, -1.1))  # closest, as above
-    text, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD), absent=lambda: ["football"])
+    text, verdict, _ = ask(engine, config=GroundingConfig(confidence=BY_LEAD), absent=["football"])
     assert verdict.state == "not_found" and text.startswith(f"{NOT_ANSWERED[:-1]}, which never mentions “football”")

@@ -9,6 +9,8 @@ import circle.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,54 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_cycle_finder_finds_a_circle():
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+# The modules an answer passes through, from the service's start to its last event.
+ASK_PATH = ("app/ask/pipeline.py", "app/ask/evidence.py", "app/ask/conversation.py", "core/answer/grounded_answer.py")
+# What makes an answer: the CLI and the page render its events and never reach these.
+ANSWER_MAKING = ("pipeline", "evidence", "conversation", "citing", "library_answer")
+
+
+def callbacks_up(path: Path) -> list[str]:
+    """The parameters of `path`'s functions that hand a callee a way to report back: named on_* or typed as a
+    Callable that returns None (a predicate the callee asks, such as `stopped`, returns an answer instead)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        for argument in arguments:
+            typed = ast.unparse(argument.annotation) if argument.annotation is not None else ""
+            if argument.arg.startswith("on_") or (typed.startswith("Callable") and typed.endswith("None]")):
+                found.append(f"{path.name}:{node.lineno} {node.name}({argument.arg}: {typed})")
+    return found
+
+
+def test_an_answer_reports_by_events_with_no_callbacks_up():
+    assert [found for path in ASK_PATH for found in callbacks_up(ROOT / path)] == []
+
+
+def test_the_callback_finder_finds_one(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "def f(x, stopped: Callable[[], bool], on_stage=None, tell: Callable[[str], None] = print):\n    pass\n"
+    )
+    assert [line.split(" ", 1)[1] for line in callbacks_up(planted)] == [
+        "f(on_stage: )",
+        "f(tell: Callable[[str], None])",
+    ]
+
+
+def test_the_service_starts_the_pipeline_and_the_cli_and_the_page_render_its_events(graph):
+    assert sorted(m for m in graph["infinipot.app.service"] if m.startswith("infinipot.core.answer")) == []
+    renderers = [m for m in graph if m.startswith(("infinipot.app.cli", "infinipot.app.web.page"))]
+    making = {f"infinipot.app.ask.{name}" for name in ANSWER_MAKING}
+    reached_making = sorted(f"{m} -> {i}" for m in renderers for i in graph[m] if i in making)
+    assert reached_making == []
+    cli = [m for m in graph if m.startswith("infinipot.app.cli")]
+    assert sorted(f"{m} -> {i}" for m in cli for i in graph[m] if i == "infinipot.app.ask.quoting") == []
+    # The events themselves are light: the page renders them without importing torch.
+    shown = "infinipot.app.ask.events", "infinipot.app.web.page.handlers"
+    check = "import sys, importlib; [importlib.import_module(m) for m in sys.argv[1:]]; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", check, *shown], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from helpers import checked_verdict
 from tiny_models import tiny_loaded
 
 from infinipot.core.answer import learned_judge
@@ -18,7 +19,8 @@ from infinipot.core.answer.grounded_answer import (
     SEEMS_TO_ANSWER,
     GroundingConfig,
     Verdict,
-    grounded_answer,
+    checking,
+    final_answer,
 )
 from infinipot.core.answer.learned_judge import (
     SIGNALS,
@@ -64,9 +66,14 @@ def ask(engine, monkeypatch, head: JudgeHead | None):
         "infinipot.core.answer.grounded_answer.head_for",
         lambda identity, hidden: head if head is not None and head.model == identity else None,
     )
-    verdict, stats = Verdict(), AnswerStats()
+    return checked(engine, GroundingConfig())
+
+
+def checked(engine, config: GroundingConfig) -> tuple[str, Verdict]:
+    stats = AnswerStats()
     ids = [encode(engine.tokenizer, text) for text in PASSAGES]
-    text = "".join(grounded_answer(engine, None, QUESTION, ids, None, stats, GroundingConfig(), verdict))
+    verdict = checked_verdict(checking(engine, None, QUESTION, ids, None, stats, config))
+    verdict, text = final_answer(engine, verdict, stats, 0.0)
     return text, verdict
 
 
@@ -136,11 +143,9 @@ def test_impossible_heads_are_refused(engine):
 def test_without_a_head_for_the_model_the_calibrated_decision_decides(engine, monkeypatch):
     monkeypatch.setattr(learned_judge, "shipped_head", lambda: None)
     assert head_for(engine.loaded.identity, engine.model.config.hidden_size) is None
-    verdict, stats = Verdict(), AnswerStats()
-    ids = [encode(engine.tokenizer, text) for text in PASSAGES]
     config = GroundingConfig(
         confidence=ConfidenceModel(sure=0.0, unsure=0.0, threshold=0.0, closest=0.0, fitted_on=None)
     )
-    text = "".join(grounded_answer(engine, None, QUESTION, ids, None, stats, config, verdict))
+    text, verdict = checked(engine, config)
     assert verdict.state == "stated" and text == verdict.sentence.text
     assert all(s.judgement is None for s in verdict.ranked)  # judged without the detail a head reads

@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from helpers import expect_one_line_error, run_json
+from helpers import expect_one_line_error, fake_check, run_json
 from tiny_models import write_notes
 
 from infinipot.app.cli import main
@@ -220,17 +220,16 @@ def test_a_file_changed_while_it_is_read_is_read_again_as_it_is_now(folder, tiny
 def test_a_library_answer_must_hold_the_names_its_documents_hardly_mention(
     folder, tiny_model_dir, infinipot_home, monkeypatch
 ):
-    from infinipot.app import service as service_module
     from infinipot.app.ask.modes import AnswerSettings
-    from infinipot.core.answer.grounded_answer import GroundingConfig
+    from infinipot.core.answer.grounded_answer import GroundingConfig, Verdict
 
     names_seen: list[list[str]] = []
 
-    def fake_grounded(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+    def decide(engine, question, passages, **kwargs):
         names_seen.append(list(kwargs.get("names", ())))
-        yield "an answer"
+        return Verdict(), "an answer"
 
-    monkeypatch.setattr(service_module, "grounded_answer", fake_grounded)
+    fake_check(monkeypatch, decide)
     service = DocumentService(infinipot_home, device="cpu")
     config = PotConfig(pot_size=2048, keep_size=512)
     for name in ("zebra.txt", "walrus.txt", "more/otter.txt"):

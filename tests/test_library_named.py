@@ -5,9 +5,9 @@ document they are in. On tiny random models, the check's verdict stood in for (a
 import re
 
 import pytest
+from helpers import fake_check
 from test_library import write_animal_notes
 
-from infinipot.app import service as service_module
 from infinipot.app.ask.library import (
     DocumentAnswer,
     LibraryConfig,
@@ -19,6 +19,7 @@ from infinipot.app.ask.library import (
 from infinipot.app.service import DocumentService
 from infinipot.app.web.page import sources
 from infinipot.core.answer.answer_sentences import Sentence
+from infinipot.core.answer.grounded_answer import Verdict
 from infinipot.core.config import PotConfig
 from infinipot.storage.passages import PassageHit
 
@@ -107,18 +108,14 @@ def test_an_answer_naming_several_documents_quotes_each_under_its_document_and_p
     )
 
 
-def stating_the_aviary(engine, pot, question, passages, decoding, stats, config, verdict, **kwargs):
+def stating_the_aviary(engine, question, passages, **kwargs) -> tuple[Verdict, str]:
     """The check's verdict as a real model gives it for a passage holding the answer: its sentence, stated; none
     found elsewhere."""
     text = " ".join(engine.tokenizer.decode(ids) for ids in passages)
     found = re.search(r"The keeper locked the aviary at dusk\.", text)
     if found is None:
-        verdict.answerable, verdict.state, verdict.reason = False, "not_found", "unsure"
-        yield "No direct answer found."
-        return
-    verdict.sentence = Sentence(found.group(0), 0, 0.0)
-    verdict.state, verdict.reason = "stated", "confident"
-    yield found.group(0)
+        return Verdict(answerable=False, state="not_found", reason="unsure"), "No direct answer found."
+    return Verdict(sentence=Sentence(found.group(0), 0, 0.0), state="stated", reason="confident"), found.group(0)
 
 
 def read_aviary_library(folder, tiny_model_dir, home, monkeypatch, service=None) -> DocumentService:
@@ -134,7 +131,7 @@ def read_aviary_library(folder, tiny_model_dir, home, monkeypatch, service=None)
         service.read(folder / f"{animal}.txt", PotConfig(pot_size=2048, keep_size=512), tiny_model_dir)
     real_get = service.library.models.get
     monkeypatch.setattr(service.library.models, "get", lambda name, dtype=None: real_get(tiny_model_dir, dtype))
-    monkeypatch.setattr(service_module, "grounded_answer", stating_the_aviary)
+    fake_check(monkeypatch, stating_the_aviary)
     return service
 
 

@@ -16,6 +16,7 @@ from tiny_models import write_notes
 from infinipot.app.web.page import build_app
 from infinipot.app.web.page.handlers import ANSWER_NAMES, Handlers
 from infinipot.app.web.page.questions import QuestionFeatures
+from infinipot.app.web.page.sources import folded_summary
 from infinipot.app.web.settings import AnswerChoices
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.summary import SummaryConfig
@@ -181,13 +182,13 @@ def test_answer_names_are_the_fields_of_answer_choices():
 def test_the_answer_mode_and_decoding_chosen_in_settings_reach_the_service(workspace, monkeypatch):
     handlers, doc_id = Handlers(workspace), workspace.doc_ids[0]
     asked = []
-    service_ask = workspace.service.ask
+    service_asking = workspace.service.asking
 
     def spy(doc, question, settings=None, *args, **kwargs):
         asked.append(settings)
-        return service_ask(doc, question, settings, *args, **kwargs)
+        return service_asking(doc, question, settings, *args, **kwargs)
 
-    monkeypatch.setattr(workspace.service, "ask", spy)
+    monkeypatch.setattr(workspace.service, "asking", spy)
     chat = {"doc_id": doc_id, "conversation_id": None}
     sampled = dict(max_new_tokens=6, temperature=0.8, top_p=0.9, seed=7, stop_on_repeat=False, contrast=0.5)
     for values in (
@@ -254,11 +255,11 @@ def test_bad_answer_settings_get_one_line_as_typed_and_refuse_to_answer(infinipo
 
 # -- summaries -----------------------------------------------------------------------------------------------
 @pytest.fixture
-def small_parts(workspace, monkeypatch):
-    """Written summaries of the tiny documents in parts of one span each (blocks of 64 tokens), so there are
-    several."""
+def three_parts(workspace, monkeypatch):
+    """Outline summaries of the tiny documents (numbered lines, no headings) cut into 3 equal parts, not the
+    default 6: the service's summary config reaches the outline."""
     summarize = workspace.service.summarize
-    config = SummaryConfig(span_tokens=256, block_tokens=64, part_new_tokens=3, style="written")
+    config = SummaryConfig(equal_parts=3)
     monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: summarize(*a, config=config, **k))
 
 
@@ -288,41 +289,42 @@ def test_an_outline_summary_quotes_the_documents_sentences_with_lines_and_an_old
     assert "".join(pieces) == summary and not stats.reused_summary
 
 
-def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_another(
-    workspace, small_parts, monkeypatch
+def test_a_summary_shows_its_stages_then_streams_is_stored_and_new_summary_makes_another(
+    workspace, three_parts, monkeypatch
 ):
     handlers, doc_id = Handlers(workspace), workspace.doc_ids[0]
     # (status line, the text of the summary's message in the chat) of every update the page gets: the stage of
-    # the work in the message's own bubble ("*Summarizing part 2 of 5…*") until the summary's words replace it
+    # the work in the message's own bubble (the outline's two: its opening, then its parts) until the summary's
+    # words replace it
     updates = [
         (u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, None, *answer_args(max_new_tokens=6))
     ]
     stages = [text for _, text in updates if re.fullmatch(r"\*.*…\*", text)]
-    parts = [stage for stage in stages if stage.startswith("*Summarizing part")]
-    n = int(re.fullmatch(r"\*Summarizing part 1 of (\d+)…\*", parts[0]).group(1))
-    assert n >= 2 and parts == [f"*Summarizing part {k} of {n}…*" for k in range(1, n + 1)]
-    assert stages[0] == "*Summarizing…*" and stages.index(parts[-1]) < stages.index("*Combining the parts…*")
+    assert stages == ["*Summarizing…*", "*Summarizing part 1 of 2…*", "*Summarizing part 2 of 2…*"]
     texts = [text for _, text in updates]
-    writing = texts[texts.index("*Combining the parts…*") + 1 : -1]
+    writing = texts[texts.index(stages[-1]) + 1 : -1]
     assert writing and not any(text in stages for text in writing)
     assert all(
         a == b[: len(a)] for a, b in zip(writing, writing[1:], strict=False)
     )  # streamed: each update extends the last
     assert all(status == "" for status, _ in updates[:-1])  # the stages are in the chat, not below the buttons
-    note, summary = updates[-1]
-    assert re.fullmatch(
-        rf"Summary made from {n} parts in [\d.,]+ s and stored: .*New summary makes a fresh one\.", note
-    )
-    assert summary == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
+    note, shown = updates[-1]
+    assert re.fullmatch(r"Summary made from 2 parts in [\d.,]+ s and stored: .*New summary makes a fresh one\.", note)
+    kept = workspace.service.library.files.load_summary(doc_id)
+    assert [part["title"] for part in kept["parts"]] == ["Part 1 of 3", "Part 2 of 3", "Part 3 of 3"]
+    summary = stored_summary(workspace, doc_id)
+    assert writing[-1].strip() == summary and all(f"- {part['title']} (line " in summary for part in kept["parts"])
+    assert shown == folded_summary(summary) and "<summary>Outline: 3 parts</summary>" in shown  # the outline folded
 
-    # A second click: the stored summary at once, no parts.
+    # A second click: the stored summary at once, no stages.
     again = [
         (u[0], u[1][-1]["content"]) for u in handlers.summary_api(doc_id, {}, None, *answer_args(max_new_tokens=6))
     ]
-    assert [text for _, text in again if "part" in text] == []
-    assert again[-1] == ("The stored summary of this document, shown at once. New summary makes a fresh one.", summary)
+    assert [text for _, text in again if text.startswith("*Summarizing part")] == []
+    assert again[-1] == ("The stored summary of this document, shown at once. New summary makes a fresh one.", shown)
 
-    # New summary: made again, part by part, and stored in place of the first.
+    # New summary: made again, stage by stage, and stored in place of the first (the same outline: the model's
+    # sampling settings change nothing of it).
     made = []
     summarize = workspace.service.summarize
     monkeypatch.setattr(workspace.service, "summarize", lambda *a, **k: made.append(k["new"]) or summarize(*a, **k))
@@ -332,16 +334,17 @@ def test_a_summary_shows_its_parts_then_streams_is_stored_and_new_summary_makes_
             doc_id, {}, None, *answer_args(max_new_tokens=6, temperature=1.5, seed=3), new=True
         )
     ]
-    assert made == [True] and f"*Summarizing part {n} of {n}…*" in [text for _, text in anew]
-    assert anew[-1][0].startswith(f"Summary made from {n} parts in ")
-    assert anew[-1][1] == (stored_summary(workspace, doc_id) or "(the model gave an empty summary)")
+    assert made == [True] and "*Summarizing part 2 of 2…*" in [text for _, text in anew]
+    assert anew[-1][0].startswith("Summary made from 2 parts in ")
+    assert anew[-1][1] == shown and stored_summary(workspace, doc_id) == summary
     # Each summary is kept in a conversation, after the request that asked for it, like an answer.
     kept = [m["content"] for c in workspace.conversations(doc_id) for m in workspace.messages(c["id"])]
-    assert kept[::2] == ["Summarize this file"] * 3 and kept[-1] == anew[-1][1]
+    assert kept[::2] == ["Summarize this file"] * 3 and kept[1::2] == [summary] * 3
 
 
-def test_a_stopped_summary_ends_its_work_and_is_not_stored(workspace, small_parts):
+def test_a_stopped_summary_ends_its_work_and_is_not_stored(workspace):
     doc_id = workspace.doc_ids[1]
+    workspace.service.answer_pace = 0.5  # after each stage: the Stop comes before the outline's second one
     stream = workspace.summarize(doc_id, {"max_new_tokens": 6})
     assert next(stream) == ("status", "Summarizing…")
     kind, status = next(stream)

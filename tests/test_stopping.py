@@ -1,5 +1,5 @@
 """Stop within a layer of the model, an answer's stages before it comes, and the turns that keep every question
-(issue 55): core.stopping, app.ask.progress, DocumentService.ask(stop=, on_stage=), app.web.turns."""
+(issue 55): core.stopping, app.ask.progress, DocumentService.asking(stop=) and its events, app.web.turns."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 import torch
 from tiny_models import build_model, write_notes
 
+from infinipot.app.ask.events import Piece
+from infinipot.app.ask.progress import AskStage
 from infinipot.core import hf_adapter
 from infinipot.core.config import PotConfig
 from infinipot.core.errors import AnswerStopped
@@ -66,11 +68,18 @@ def read_service(tmp_path, infinipot_home, tiny_model_dir):
 
 def test_an_answer_tells_its_stages_before_it_comes_with_the_passage_looked_at(read_service):
     service, doc_id = read_service
-    stages = []
-    pieces, stats, _ = service.ask(doc_id, "What does the fox jump over?", on_stage=stages.append)
-    answer = "".join(pieces)
+    answering = service.asking(doc_id, "What does the fox jump over?")
+    events = list(answering.events)
+    stats = answering.stats
+    answer = "".join(event.text for event in events if isinstance(event, Piece))
+    stages = [event for event in events if isinstance(event, AskStage)]
     kinds = [stage.kind for stage in stages]
     assert kinds[:2] == ["looking", "weighing"] and set(kinds) <= {"looking", "weighing", "writing"}
+    # the stages, then the pieces, then the sources under the complete answer, and last Done with the stats
+    order = [type(event).__name__ for event in events]
+    assert order.index("Piece") > order.index("AskStage") and order[-2:] == ["Sources", "Done"]
+    assert events[-1].stats is stats and events[-2].citations == stats.citations
+    assert [label for label, _ in events[-2].lines] == [c["label"] for c in stats.citations]
     looking = stages[0]
     assert looking.citation["label"].startswith("line ") and looking.quote
     assert looking.text.startswith("checking ") and looking.line().startswith(f"looking at {looking.citation['label']}")
@@ -83,17 +92,18 @@ def test_an_answer_stopped_at_any_stage_ends_there_and_is_kept_as_far_as_it_was_
     service, doc_id = read_service
     stop = threading.Event()
 
-    def on_stage(stage):
-        if stage.kind == stop_at:
+    answering = service.asking(doc_id, "What does the fox jump over?", stop=stop.is_set)
+    stats, given, kinds = answering.stats, [], []
+    for event in answering.events:
+        kinds.append(type(event).__name__)
+        if isinstance(event, AskStage) and event.kind == stop_at:
             stop.set()
-
-    pieces, stats, _ = service.ask(doc_id, "What does the fox jump over?", stop=stop.is_set, on_stage=on_stage)
-    given = []
-    for piece in pieces:
-        given.append(piece)
-        if stop_at == "first piece":
-            stop.set()
+        if isinstance(event, Piece):
+            given.append(event.text)
+            if stop_at == "first piece":
+                stop.set()
     assert stats.stopped_by == "reader"
+    assert "Sources" not in kinds and kinds[-1] == "Done"  # a stopped answer gets no sources
     (question, answer) = service.store.conversations.messages(stats.conversation_id)
     assert question.content == "What does the fox jump over?"
     assert answer.content == "".join(given).strip() and answer.meta["stopped"] is True

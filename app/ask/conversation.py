@@ -1,4 +1,5 @@
-"""An answer passed through as it streams, then stored in its conversation with the places it drew on."""
+"""An answer's sources arranged once it is complete, and the answer stored in its conversation; the turns a
+follow-up sees."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 from infinipot.app.ask.citing import cite_answer
 from infinipot.app.ask.evidence import with_snippets
+from infinipot.app.ask.follow_up import NOT_FOUND_TURN, STATED_REASONS, RecordedTurn, turns_in_view
 from infinipot.app.ask.quoting import arranged_citations
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.library.home import Library
@@ -19,48 +21,33 @@ from infinipot.storage.store import Store
 def cited_answer(
     library: Library, pieces: Iterator[str], stats: AskStats, stored: StoredPot, question: str
 ) -> Iterator[str]:
-    """Pass the answer through; once it is complete, fill stats.citations (evidence spans were cited already),
-    arranged for a reader: one per place, the one the answer came from first, each with its quote
-    (ask.quoting.arranged_citations). The list is changed in place: callers may hold it."""
+    """Pass the answer through; once it is complete, its sources arranged in stats.citations (arrange_sources)."""
     text = []
     for piece in pieces:
         text.append(piece)
         yield piece
-    if stats.stopped_by == "reader":  # sources show under a complete answer only: a stopped one gets none after
+    arrange_sources(library, stats, stored, question, "".join(text))
+
+
+def arrange_sources(library: Library, stats: AskStats, stored: StoredPot, question: str, answer: str) -> None:
+    """Fill stats.citations once the answer is complete (evidence spans were cited already), arranged for a
+    reader: one per place, the one the answer came from first, each with its quote (ask.quoting.arranged_citations);
+    none under a stopped answer (sources show under a complete answer only). The list is changed in place:
+    callers may hold it."""
+    if stats.stopped_by == "reader":
         stats.citations[:] = []
-        stats.answer_pot = None
-        return
-    found = stats.citations or citations(library, stored, question, stats)
-    stats.citations[:] = arranged_citations(found, stats.answer_sentence or "".join(text), question)
+    else:
+        found = stats.citations or citations(library, stored, question, stats)
+        stats.citations[:] = arranged_citations(found, stats.answer_sentence or answer, question)
     stats.answer_pot = None  # a distilled copy is not kept alive with the stats
 
 
-def recorded_answer(
-    library: Library,
-    pieces: Iterator[str],
-    stats: AskStats,
-    stored: StoredPot,
-    question: str,
-    conversation_id: int | None,
-) -> Iterator[str]:
-    """Pass the cited answer through; once it is complete, store question and answer. An answer stopped by its
-    reader (the stream closed: the app's Stop) is stored as far as it got, marked stopped."""
-    store = library.store
-    text = []
-    try:
-        for piece in cited_answer(library, pieces, stats, stored, question):
-            text.append(piece)
-            yield piece
-    except GeneratorExit:
-        stats.stopped_by = "reader"
-        _record_if_stored(store, stored, question, "".join(text).strip(), stats, conversation_id)
-        raise
-    _record_if_stored(store, stored, question, "".join(text).strip(), stats, conversation_id)
-
-
-def _record_if_stored(
+def record_answer(
     store: Store, stored: StoredPot, question: str, answer: str, stats: AskStats, conversation_id: int | None
 ) -> None:
+    """Store the question and its answer (one stopped by its reader as far as it got, marked stopped) in the
+    conversation (a new one when None: stats.conversation_id names it); a warning instead when the document was
+    deleted meanwhile."""
     deleted = f"{stored.name} was deleted while this answer was written, so it is not saved"
     if store.documents.get(stored.doc_id) is None:  # a delete that ran before this answer marked it in use
         stats.warnings.append(deleted)
@@ -111,3 +98,49 @@ def citations(library: Library, stored: StoredPot, question: str, stats: AnswerS
         document.kind if document else None,
     )
     return [citation.as_json() for citation in with_snippets(library, stored, found)]
+
+
+def recorded_turns(store: Store, conversation_id: int) -> list[RecordedTurn]:
+    """The conversation's turns a follow-up refers to, oldest first, each with whether its answer was a sentence of
+    the document (STATED_REASONS) and the citation it was quoted from. Summaries, side answers and stopped answers
+    are no such turns; an answer that found nothing direct is given as such (the closest passage it quoted is no
+    answer, and a follow-up would take it for one)."""
+    turns, question = [], None
+    for message in store.conversations.messages(conversation_id):
+        meta = message.meta or {}
+        if message.role == "user":
+            question = message.content
+        elif question is not None and not _side_or_stopped(meta) and message.content:
+            answer = message.content if meta.get("answerable", True) is not False else NOT_FOUND_TURN
+            cited = meta.get("citations") or []
+            stated = meta.get("answered_by") in STATED_REASONS
+            turns.append(RecordedTurn(question, answer, stated, cited[0] if stated and cited else None))
+            question = None
+    return turns
+
+
+def _side_or_stopped(meta: dict) -> bool:
+    """A stored answer a follow-up does not refer to: a summary, a side answer (a re-read's, one across documents),
+    or one stopped before its end."""
+    return bool(meta.get("summary") or meta.get("side") or meta.get("stopped"))
+
+
+def record_exchange(
+    store: Store, doc_id: str, request: str, answer: str, conversation_id: int | None, meta: dict
+) -> int:
+    """Store a request and its answer in a conversation of the document (a new one when None); its id."""
+    store.require_writable("keeping the answer in the conversation")
+    conversations = store.conversations
+    if conversation_id is None:
+        conversation_id = conversations.create(doc_id, None, request[:80]).id
+    conversations.append_many(conversation_id, [("user", request, None), ("assistant", answer, meta)])
+    return conversation_id
+
+
+def turns_seen(store: Store, question: str, conversation_id: int | None) -> tuple[list, list[RecordedTurn]]:
+    """The earlier (question, answer) turns a new question sees (ask.follow_up.turns_in_view), and those of them
+    answered in the document's words."""
+    recorded = recorded_turns(store, conversation_id) if conversation_id is not None else []
+    history = turns_in_view(question, [(turn.question, turn.answer) for turn in recorded])
+    # history is the last turns of `recorded`
+    return history, [turn for turn in recorded[len(recorded) - len(history) :] if turn.stated]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -29,29 +29,44 @@ from infinipot.core.answer.evidence import (
 )
 from infinipot.core.answer.grounding import content_words, holds_any_form, word_keys
 from infinipot.core.answer.question_names import asked_names, rarely_mentioned
+from infinipot.core.engine import Engine
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 
 
-def gather_evidence(
-    library: Library,
-    stored: StoredPot,
-    question: str,
-    config: EvidenceConfig,
-    max_new_tokens: int,
-    on_candidates: Callable[[list[Span]], None] | None = None,
-) -> tuple[list[Span], list[str]]:
-    """(spans in document order, warnings). No spans when the pot holds the whole document; none, with a
-    warning, when the document's text cannot be read any more (the answer then comes from the pot alone).
-    `on_candidates` is given the candidate spans the moment the search finds them, before the reranker chooses
-    the ones read (the app shows the best at once)."""
+@dataclass(frozen=True)
+class EvidenceSearch:
+    """What the search found before the reranker chose the passages read: the candidate spans (none when the pot
+    holds the whole document or the text is gone), with what reading them needs."""
+
+    candidates: list[Span]
+    warnings: list[str]
+    engine: Engine | None = None
+    question: str = ""
+    total: int = 0  # document tokens
+    fetch: Callable[[int, int], list[int]] | None = None  # document token ids [start, end)
+    fitted: EvidenceConfig | None = None  # the config with its budget fitted beside the pot, which spans_read reads
+
+    def read(self) -> list[Span]:
+        """The spans read, in document order (core.answer.evidence.spans_read)."""
+        if not self.candidates:
+            return []
+        return spans_read(self.engine, self.candidates, self.question, self.total, self.fetch, self.fitted)
+
+
+def search_evidence(
+    library: Library, stored: StoredPot, question: str, config: EvidenceConfig, max_new_tokens: int
+) -> EvidenceSearch:
+    """The candidate spans the question's attention over the pot points to. None when the pot holds the whole
+    document; none, with a warning, when the document's text cannot be read any more (the answer then comes from
+    the pot alone). The app shows the best candidate at once, before the spans are read."""
     if holds_whole_document(stored.pot):
-        return [], []
+        return EvidenceSearch([], [])
     document = require_document(library.store, stored.doc_id)
     try:
         path = stored_token_ids(library.files, document, stored.engine.loaded)
     except DocumentNotFound as exc:
-        return [], [f"{exc}; answering from the pot alone"]
+        return EvidenceSearch([], [f"{exc}; answering from the pot alone"])
     total = token_count(path)
     heads = None
     if config.pointer != "later-layers" and config.ranking != "words":
@@ -62,9 +77,15 @@ def gather_evidence(
 
     engine = stored.engine
     candidates, fitted = candidate_spans(engine, stored.pot, question, total, fetch, config, max_new_tokens, heads)
-    if candidates and on_candidates is not None:
-        on_candidates(candidates)
-    return spans_read(engine, candidates, question, total, fetch, fitted), []
+    return EvidenceSearch(candidates, [], engine, question, total, fetch, fitted)
+
+
+def gather_evidence(
+    library: Library, stored: StoredPot, question: str, config: EvidenceConfig, max_new_tokens: int
+) -> tuple[list[Span], list[str]]:
+    """(spans read in document order, warnings): search_evidence, then its spans read."""
+    search = search_evidence(library, stored, question, config, max_new_tokens)
+    return search.read(), search.warnings
 
 
 def rare_names(library: Library, stored: StoredPot, question: str, most: int | None) -> list[str]:

@@ -7,23 +7,26 @@ piece (for a queued question, minutes), and the answer then streamed for a docum
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 from infinipot.storage.uses import DocumentHold
 
+T = TypeVar("T")
 
-class HeldStream(Iterator[str]):
-    """The pieces, with the hold released when they end, fail, are closed (Stop) or are dropped unread; `after`
-    runs once then (the app gives the answer's freed memory back)."""
 
-    def __init__(self, pieces: Iterator[str], hold: DocumentHold, after: Callable[[], object] | None = None) -> None:
+class HeldStream(Iterator[T], Generic[T]):
+    """The items (an answer's pieces or events), with the hold released when they end, fail, are closed (Stop) or
+    are dropped unread; `after` runs once then (the app gives the answer's freed memory back)."""
+
+    def __init__(self, pieces: Iterator[T], hold: DocumentHold, after: Callable[[], object] | None = None) -> None:
         self._pieces = pieces
         self._hold = hold
         self._after = after
 
-    def __iter__(self) -> HeldStream:
+    def __iter__(self) -> HeldStream[T]:
         return self
 
-    def __next__(self) -> str:
+    def __next__(self) -> T:
         try:
             return next(self._pieces)
         except BaseException:

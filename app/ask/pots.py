@@ -3,6 +3,8 @@ read is read first, and a damaged or unfinished pot is read again from the docum
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from infinipot.app.library.documents import DocumentNotFound, find_document, unchanged_source
@@ -109,3 +111,45 @@ def open_pot_read_with(
     stored = load_stored_pot(store, document, store.pots.get(report.pot_id), loaded)
     stored.warnings = list(report.warnings)
     return stored, report.reused
+
+
+# Stored pots kept loaded between answers (least recently used goes first): a follow-up question or the kept-token
+# view does not load the pot again. One pot of the default model is 178 MiB in float32 (|M|=4096); loading one again
+# took a median 1.9 s on a busy 2-core machine. Two let questions alternate between two documents without
+# reloading (benchmarks/soak.py); `ui --loaded-pots` sets it.
+LOADED_POTS_KEPT = 2
+
+
+class LoadedPots:
+    """The stored pots kept loaded, by the name they were asked for, least recently used first; safe across
+    threads."""
+
+    def __init__(self, kept: int = LOADED_POTS_KEPT) -> None:
+        if kept < 1:
+            raise ValueError(f"at least one pot must stay loaded to answer from it, got {kept}")
+        self.kept = kept
+        self._pots: OrderedDict[str, StoredPot] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, doc: str) -> StoredPot | None:
+        """The loaded pot asked for as `doc`, now the most recently used; None when it is not loaded."""
+        with self._lock:
+            if doc not in self._pots:
+                return None
+            self._pots.move_to_end(doc)
+            return self._pots[doc]
+
+    def keep(self, stored: StoredPot) -> None:
+        """Keep a pot loaded under its doc_id, letting the least recently used go beyond `kept`."""
+        with self._lock:
+            self._pots[stored.doc_id] = stored
+            while len(self._pots) > self.kept:
+                self._pots.popitem(last=False)
+
+    def doc_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._pots)
+
+    def forget(self, doc_id: str) -> None:
+        with self._lock:
+            self._pots.pop(doc_id, None)

@@ -8,6 +8,7 @@ text in, plain text out; no torch, so the web page and the terminal share it.
 from __future__ import annotations
 
 import re
+from textwrap import shorten
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[^\W_]+")
@@ -126,6 +127,27 @@ def arranged_citations(citations: list[dict], answer: str, question: str = "") -
     for citation in arranged:
         citation.pop("line_starts", None)
     return arranged
+
+
+# What a plain-text listing shows for the first source when the answer is its sentence.
+QUOTED_ABOVE = "(the sentence quoted above)"
+# Characters of a source's passage a plain-text listing shows beside the answer.
+SOURCE_LINE_CHARACTERS = 100
+
+
+def source_lines(citations: list[dict], answer: str) -> list[tuple[str, str]]:
+    """The sources under an answer in plain text, (label, what to show): the first is the sentence the answer came
+    from, whole (or a note that the answer quoted it); the others the part of their passage the answer used,
+    shortened."""
+    lines = []
+    for index, citation in enumerate(citations):
+        if index == 0 and citation.get("quote"):
+            quote = " ".join(citation["quote"].split())
+            lines.append((citation["label"], QUOTED_ABOVE if quote in " ".join(answer.split()) else quote))
+            continue
+        quote = quoted_part(citation["snippet"], answer)
+        lines.append((citation["label"], shorten(quote, SOURCE_LINE_CHARACTERS)))
+    return lines
 
 
 def _place(citation: dict) -> str:

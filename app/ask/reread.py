@@ -8,14 +8,18 @@ same question again finds its pot and reads nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from infinipot.app.ask.stats import AskStats
 from infinipot.app.library.documents import DocumentNotFound, unchanged_source
+from infinipot.app.library.general_pot import question_config
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot, load_stored_pot
 from infinipot.app.read.file_reader import FileReader
 from infinipot.core.config import PotConfig
+from infinipot.core.decoding import DecodingConfig
 from infinipot.core.pot import Pot
 from infinipot.core.precision import dtype_name
 from infinipot.storage.errors import DamagedFile
@@ -66,3 +70,27 @@ def open_question_pot(
     stored = load_stored_pot(store, document, record, general.engine.loaded)
     stored.warnings = warnings
     return stored, reused
+
+
+def question_read(library: Library, general: StoredPot, question: str) -> tuple[PotConfig, str, str, bool]:
+    """A question-aware re-read's settings, model and dtype (the general pot's, CaP-Q), and whether it is stored."""
+    config = question_config(general.engine.config, question)
+    stored = stored_question_pot(library, general, config) is not None
+    return config, general.record.model, dtype_name(general.engine.loaded.dtype), stored
+
+
+def question_answer(
+    library: Library,
+    reader: FileReader,
+    general: StoredPot,
+    question: str,
+    decoding: DecodingConfig,
+    on_progress: Callable[[Pot], None] | None,
+    started: float,
+) -> tuple[Iterator[str], AskStats, bool]:
+    """Answer from the document's CaP-Q pot for this question (read now unless stored): (pieces, stats, whether the
+    pot was reused); load_seconds, since `started` (a perf_counter time), includes any reading."""
+    config = question_config(general.engine.config, question)
+    stored, reused = open_question_pot(library, reader, general, config, on_progress)
+    stats = AskStats(load_seconds=time.perf_counter() - started, warnings=stored.warnings)
+    return stored.engine.answer(stored.pot, question, decoding, stats), stats, reused

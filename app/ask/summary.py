@@ -1,5 +1,5 @@
-"""The document's summary: summarized part by part from what its pot ranks important (core.summary), stored
-beside the document so that asking again is instant, and made anew on request."""
+"""The document's summary: its outline, each part with what it says, in the document's own sentences
+(core.summary), stored beside the document so that asking again is instant, and made anew on request."""
 
 from __future__ import annotations
 
@@ -15,22 +15,21 @@ from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.log_summary import is_log
-from infinipot.core.summary import OutlineEntry, SummaryConfig, outline_summary, summarize_document
+from infinipot.core.summary import OutlineEntry, SummaryConfig, outline_summary
 from infinipot.ingest import TokenLocationMap
 from infinipot.ingest.errors import IngestError
 from infinipot.storage.errors import describe_write_error
 
-
-# What made a stored summary: one made another way (an older method, or another style) is made anew, not served.
-def summary_method(config: SummaryConfig) -> str:
-    return f"{config.style}-{4 if config.style == 'outline' else 2}"
+# What made a stored summary: one made another way (an older method: "outline-3", "extractive-2", "written-2") is
+# made anew, not served. The outline's limits (SummaryConfig) are not part of it.
+SUMMARY_METHOD = "outline-4"
 
 
 def stored_summary(library: Library, stored: StoredPot, config: SummaryConfig) -> dict | None:
     """The summary kept for this pot and made by this method ({"summary", "parts", ...}; a pot read again, another
-    pot, or a summary made by an older method has none yet)."""
+    pot, or a summary made by an older method has none yet). Whatever `config` asks, a kept summary is served."""
     kept = library.files.load_summary(stored.doc_id)
-    if not kept or kept.get("pot_id") != stored.record.id or kept.get("method") != summary_method(config):
+    if not kept or kept.get("pot_id") != stored.record.id or kept.get("method") != SUMMARY_METHOD:
         return None
     return kept
 
@@ -70,16 +69,15 @@ def summary_pieces(
     except DocumentNotFound as exc:  # the pot alone can still be summarized
         stats.warnings.append(f"{exc}; summarizing the pot alone")
         total, fetch = 0, (lambda start, end: [])
-    text = []
-    locate = place_labeller(library, stored)
-    if config.style == "outline" and total:
+    if total:
+        locate = place_labeller(library, stored)
         made = outline_pieces(library, stored, document, path, total, fetch, config, decoding, locate, on_part)
         summary, parts = made
         stats.summary_parts = [part.as_json() for part in parts]
         yield summary
-    else:
-        pieces = summarize_document(stored.engine, stored.pot, total, fetch, config, decoding, stats, on_part, locate)
-        for piece in pieces:
+    else:  # without the document's text the model summarizes the pot
+        text = []
+        for piece in stored.engine.summarize(stored.pot, decoding, stats):
             text.append(piece)
             yield piece
         summary = "".join(text).strip()
@@ -95,7 +93,7 @@ def summary_pieces(
                 "summary": summary,
                 "parts": stats.summary_parts,
                 "seconds": seconds,
-                "method": summary_method(config),
+                "method": SUMMARY_METHOD,
             },
         )
     except OSError as exc:

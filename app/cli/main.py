@@ -8,9 +8,8 @@ import os
 import sqlite3
 import sys
 import time
-from textwrap import shorten
 
-from infinipot.app.ask.quoting import quoted_part
+from infinipot.app.cli.answer_view import AnswerPrinter
 from infinipot.app.cli.library import (
     add_library_options,
     add_worker_options,
@@ -209,23 +208,6 @@ def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 3)
 
 
-def _stage_printer(enabled: bool):
-    """An answer's stages on stderr while it is checked (ask.progress.AskStage): the passage looked at, then
-    what is weighed."""
-
-    shown: list[tuple | None] = [None]
-
-    def show(stage) -> None:
-        passage = (stage.citation["label"], stage.quote) if stage.citation else None
-        if passage is not None and passage == shown[0]:  # the same passage: only what happens now
-            print(f"infinipot: {stage.text}", file=sys.stderr, flush=True)
-            return
-        shown[0] = passage or shown[0]
-        print(f"infinipot: {stage.line()}", file=sys.stderr, flush=True)
-
-    return show if enabled else None
-
-
 def _warn(warnings: list[str]) -> None:
     for warning in warnings:
         print(f"infinipot: warning: {warning}", file=sys.stderr)
@@ -408,20 +390,6 @@ def _streamed(pieces, stats, quiet: bool, started: float) -> tuple[str, float]:
     return "".join(text), seconds
 
 
-def _print_sources(citations: list[dict], answerable: bool, answer: str) -> None:
-    """The sources under an answer: the first is the sentence the answer came from, whole (or a note that the
-    answer quoted it); the others the part of their passage that the answer used, shortened."""
-    print("sources:" if answerable else "closest passages:")
-    for index, citation in enumerate(citations):
-        if index == 0 and citation.get("quote"):
-            quote = " ".join(citation["quote"].split())
-            said = quote in " ".join(answer.split())
-            print(f"  {citation['label']}: {'(the sentence quoted above)' if said else quote}")
-            continue
-        quote = quoted_part(citation["snippet"], answer)
-        print(f"  {citation['label']}: {shorten(quote, 100)}")
-
-
 def _ask_json(answer: str, seconds: float, stats, reused_pot: bool) -> dict:
     """`ask --json`'s object; the time to the first token is the whole answer's when no token came."""
     first = stats.first_token_seconds
@@ -443,7 +411,7 @@ def _ask(args: argparse.Namespace) -> int:
         raise ValueError("ask needs a document and a question: ask DOC QUESTION (or ask --all QUESTION)")
     started = time.perf_counter()
     pot = pot_config(args) if names_a_pot(args) else None
-    pieces, stats, reused = service.ask(
+    answering = service.asking(
         args.doc,
         args.question,
         answer_settings(args),
@@ -451,19 +419,18 @@ def _ask(args: argparse.Namespace) -> int:
         pot_config=pot,
         model_name=args.model,
         dtype=args.dtype,
-        on_stage=_stage_printer(not args.json),
     )
-    answer, seconds = _streamed(pieces, stats, args.json, started)
+    shown = AnswerPrinter(answering.stats, quiet=args.json)
+    for event in answering.events:
+        shown.show(event)
+    seconds = time.perf_counter() - started
     reread = getattr(args, "reread", False)
     if args.json:
-        result = _ask_json(answer, seconds, stats, reused)
+        result = _ask_json(shown.answer(), seconds, answering.stats, answering.reused)
         if reread:
             result["question_aware"] = question_aware_answer(service, args)
         print(json.dumps(result))
         return 0
-    print()
-    if stats.citations:
-        _print_sources(stats.citations, stats.answerable, answer)
     if reread:
         question_aware_answer(service, args, _progress_printer(True))
     return 0

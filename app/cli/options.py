@@ -4,7 +4,7 @@ answer settings (`ask`, `summarize`, `ask-across`), each read back into its conf
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from infinipot.app.ask.modes import ANSWER_MODES, AnswerSettings
 from infinipot.core.answer.evidence import RANKINGS, EvidenceConfig, parse_pot_entries
@@ -94,58 +94,50 @@ def names_a_pot(args: argparse.Namespace) -> bool:
 
 def add_decoding_options(parser: argparse.ArgumentParser, questions: bool = True) -> None:
     """The decoding flags; `questions` adds the one that applies only to answers to a question (--contrast)."""
-    parser.add_argument(
-        "--max-new-tokens",
-        type=int,
-        default=DECODING.max_new_tokens,
-        help=f"tokens ({DECODING.max_new_tokens})",
-    )
-    parser.add_argument(
-        "--temperature", type=float, default=DECODING.temperature, help="0 (default): greedy; above 0: sample"
-    )
-    parser.add_argument("--top-p", type=float, default=DECODING.top_p, help="sampling: nucleus share (1.0: all)")
-    parser.add_argument("--seed", type=int, default=DECODING.seed, help="sampling: the seed (same seed, same answer)")
-    parser.add_argument(
-        "--no-repeat-ngram",
-        type=int,
-        default=DECODING.no_repeat_ngram,
-        help=f"an n-gram of the answer's own tokens is not written twice (0: off; default {DECODING.no_repeat_ngram})",
+
+    def option(field: str, kind: type, help: str) -> None:
+        """The option that sets DecodingConfig's `field`, named after it and defaulting to its value there."""
+        parser.add_argument(f"--{field.replace('_', '-')}", type=kind, default=getattr(DECODING, field), help=help)
+
+    option("max_new_tokens", int, f"tokens ({DECODING.max_new_tokens})")
+    option("temperature", float, "0 (default): greedy; above 0: sample")
+    option("top_p", float, "sampling: nucleus share (1.0: all)")
+    option("seed", int, "sampling: the seed (same seed, same answer)")
+    option(
+        "no_repeat_ngram",
+        int,
+        f"an n-gram of the answer's own tokens is not written twice (0: off; default {DECODING.no_repeat_ngram})",
     )
     parser.add_argument(
         "--allow-repeats", action="store_true", help="do not end the answer when it starts repeating a sentence"
     )
-    parser.add_argument(
-        "--copy-draft",
-        type=int,
-        default=DECODING.copy_draft,
-        help="read each token with up to N next ones copied from the prompt (faster where the answer copies it; "
+    option(
+        "copy_draft",
+        int,
+        "read each token with up to N next ones copied from the prompt (faster where the answer copies it; "
         f"in bfloat16 a near tie may fall otherwise); 0 off, up to 64 (default {DECODING.copy_draft})",
     )
-    if not questions:
-        return
-    parser.add_argument(
-        "--contrast",
-        type=float,
-        default=DECODING.contrast,
-        help="answers to questions: favour what the document makes likelier over what the model would say without it: "
-        f"0 off, up to 10 (default {DECODING.contrast:g})",
-    )
+    if questions:
+        option(
+            "contrast",
+            float,
+            "answers to questions: favour what the document makes likelier over what the model would say without "
+            f"it: 0 off, up to 10 (default {DECODING.contrast:g})",
+        )
 
 
 def decoding_config(args: argparse.Namespace) -> DecodingConfig:
-    return DecodingConfig(
-        max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        no_repeat_ngram=args.no_repeat_ngram,
-        stop_on_repeat=not args.allow_repeats,
-        contrast=getattr(args, "contrast", DECODING.contrast),
-        copy_draft=args.copy_draft,
-    )
+    """Each decoding option sets the field of its name; --allow-repeats turns stop_on_repeat off, and a command
+    without --contrast keeps its default."""
+    given = {field.name: getattr(args, field.name) for field in fields(DecodingConfig) if hasattr(args, field.name)}
+    return DecodingConfig(**given, stop_on_repeat=not args.allow_repeats)
 
 
 def add_answer_options(parser: argparse.ArgumentParser) -> None:
+    def evidence_option(flag: str, default: object, help: str, **how) -> None:
+        """An option of evidence answers: its help says so and ends with its default."""
+        parser.add_argument(flag, default=default, help=f"evidence: {help} ({default})", **how)
+
     parser.add_argument(
         "--answer-from",
         default=None,
@@ -154,50 +146,45 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         f"focus: a copy distilled to --focus entries with the question (default {ANSWER.focus_entries})",
     )
     parser.add_argument("--focus", type=int, default=None, help="entries of the focused copy (implies focus mode)")
-    parser.add_argument(
-        "--evidence-tokens",
-        type=int,
-        default=EVIDENCE.budget_tokens,
-        help=f"evidence: document tokens read into the answer's context ({EVIDENCE.budget_tokens})",
+    evidence_option(
+        "--evidence-tokens", EVIDENCE.budget_tokens, "document tokens read into the answer's context", type=int
     )
-    parser.add_argument(
+    evidence_option(
         "--evidence-ranking",
-        default=EVIDENCE.ranking,
+        EVIDENCE.ranking,
+        "what finds the passages: the question's attention over the pot, the question's words in the whole "
+        "document, or both fused",
         choices=RANKINGS,
-        help="evidence: what finds the passages: the question's attention over the pot, the question's words in the "
-        f"whole document, or both fused ({EVIDENCE.ranking})",
     )
-    parser.add_argument(
+    evidence_option(
         "--evidence-spans",
+        EVIDENCE.read_spans,
+        "passages read, the N of the candidates after which the question is likeliest; 0 reads every candidate",
         type=int,
-        default=EVIDENCE.read_spans,
         metavar="N",
-        help="evidence: passages read, the N of the candidates after which the question is likeliest; 0 reads every "
-        f"candidate ({EVIDENCE.read_spans})",
     )
-    parser.add_argument(
+    evidence_option(
         "--evidence-neighbours",
+        EVIDENCE.neighbour_sentences,
+        "whole sentences each passage read takes on each side (more passages hold the answer; 0 answers ~2-3 s "
+        "sooner on a 2-core CPU)",
         type=int,
-        default=EVIDENCE.neighbour_sentences,
         metavar="N",
-        help="evidence: whole sentences each passage read takes on each side (more passages hold the answer; "
-        f"0 answers ~2-3 s sooner on a 2-core CPU) ({EVIDENCE.neighbour_sentences})",
     )
-    parser.add_argument(
+    evidence_option(
         "--evidence-pot",
-        default="all" if EVIDENCE.pot_entries is None else str(EVIDENCE.pot_entries),
+        "all" if EVIDENCE.pot_entries is None else str(EVIDENCE.pot_entries),
+        "pot entries the passages are read after: 0 the passages alone (the template's opening only), all the "
+        "whole pot, N a copy distilled to N entries with the question",
         metavar="N|all",
-        help="evidence: pot entries the passages are read after: 0 the passages alone (the template's opening "
-        "only), all the whole pot, N a copy distilled to N entries with the question "
-        f"({'all' if EVIDENCE.pot_entries is None else EVIDENCE.pot_entries})",
     )
-    parser.add_argument(
+    evidence_option(
         "--grounding",
-        default=ANSWER.grounding.style,
+        ANSWER.grounding.style,
+        "checked: the passages' sentence likeliest to hold the answer when it is likely enough, else 'no direct "
+        "answer found' with that sentence as the closest passage; sentence: always the judge's best sentence; "
+        "free: the model's own answer, unchecked",
         choices=GROUNDING_STYLES,
-        help="evidence: checked: the passages' sentence likeliest to hold the answer when it is likely enough, else "
-        "'no direct answer found' with that sentence as the closest passage; sentence: always the judge's best "
-        f"sentence; free: the model's own answer, unchecked ({ANSWER.grounding.style})",
     )
     add_decoding_options(parser)
 

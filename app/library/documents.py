@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from infinipot.app.library.token_ids import token_file, write_token_ids
+from infinipot.app.library.token_ids import token_count, token_file, write_token_ids
 from infinipot.core.model import LoadedModel
 from infinipot.ingest import TokenLocationMap, file_fingerprint
 from infinipot.ingest.errors import IngestError
@@ -220,3 +220,27 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def resume_point(store: Store, doc_id: str, pot_key: str, config_identity: dict) -> int:
+    """Document tokens an interrupted read of `doc_id` with these settings continues from (0: from the start)."""
+    pot = store.pots.find(doc_id, pot_key, config_identity)
+    if pot is None or pot.status != "reading":
+        return 0
+    checkpoint = store.checkpoints.latest(pot.id)
+    return checkpoint.document_tokens if checkpoint is not None else 0
+
+
+def counted_tokens(files: DocumentFiles, doc_id: str, path: Path, loaded: LoadedModel, progress) -> int:
+    """The document's token count, storing its token ids (the kept-token view shows them) on the way."""
+    target = files.token_ids(doc_id, loaded.identity, file_fingerprint(path))
+    if target.is_file():
+        return token_count(target)
+    return write_token_ids(target, path, loaded.tokenizer, progress)
+
+
+def source_path(store: Store, doc_id: str) -> Path | None:
+    """The file a stored document was read from, while it still exists."""
+    document = store.documents.get(doc_id)
+    path = Path(document.path) if document and document.path else None
+    return path if path is not None and path.is_file() else None

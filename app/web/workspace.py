@@ -18,12 +18,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from infinipot.app.ask.modes import ANSWER_MODES
-from infinipot.app.ask.progress import AskStage, until_stopped
+from infinipot.app.ask.progress import until_stopped
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.library.documents import DocumentNotFound
 from infinipot.app.library.general_pot import latest_general_entry
 from infinipot.app.read.follow import LogFollower
-from infinipot.app.service import LOADED_POTS_KEPT, DocumentService
+from infinipot.app.service import LOADED_POTS_KEPT, Answering, DocumentService
 from infinipot.app.web import kept_view
 from infinipot.app.web.follow_dirs import FollowDirs
 from infinipot.app.web.jobs import (
@@ -481,19 +481,15 @@ class Workspace:
         answer: dict | AnswerChoices,
         conversation_id: int | None,
         stop: Callable[[], bool] | None = None,
-        on_stage: Callable[[AskStage], None] | None = None,
-    ):
-        """(answer pieces, stats) with the Settings tab's answer choices (keys of AnswerChoices);
-        stats.conversation_id names the conversation once the answer is complete. `stop` and `on_stage`: as
-        DocumentService.ask's."""
+    ) -> Answering:
+        """The answer under way (DocumentService.asking) with the Settings tab's answer choices (keys of
+        AnswerChoices); its stats' conversation_id names the conversation once the answer is complete. `stop`: as
+        DocumentService.asking's."""
         if not (question or "").strip():
             raise ValueError("type a question first")
         settings = answer_choices(answer).answer_settings()
         doc_id = self._ready(doc_id)
-        pieces, stats, _ = self.service.ask(
-            doc_id, question.strip(), settings, conversation_id=conversation_id, stop=stop, on_stage=on_stage
-        )
-        return pieces, stats
+        return self.service.asking(doc_id, question.strip(), settings, conversation_id=conversation_id, stop=stop)
 
     def summarize(self, doc_id: str, answer: dict | AnswerChoices, new: bool = False) -> Iterator[tuple[str, str]]:
         """The document's summary as it is made, as (kind, text) pairs: ("status", line) before the work and
@@ -606,23 +602,17 @@ class Workspace:
         conversation_id: int | None,
         stopped: Callable[[], bool],
     ) -> Iterator[tuple[str, object]]:
-        """An answer as it is made, on a thread of its own (app/web/worker.py): ("stage", ask.progress.AskStage)
-        while the work goes on, ("piece", text) for each piece, ("wait", None) without news, and last ("done",
-        stats) once it is stored (stats.conversation_id). Once `stopped()` (the page's Stop) or once this stream
-        is closed, the work ends within a layer of the model and the answer is stored as far as it was given,
-        marked stopped."""
+        """An answer as it is made, on a thread of its own (app/web/worker.py): ("event", its event) for each of its
+        events (ask.events: stages, pieces, sources, and last Done once it is stored), ("wait", None) without news.
+        Once `stopped()` (the page's Stop) or once this stream is closed, the work ends within a layer of the model
+        and the answer is stored as far as it was given, marked stopped."""
 
         def work(put, closed) -> None:
             def ended() -> bool:
                 return stopped() or closed()
 
-            def on_stage(stage) -> None:
-                put("stage", stage)
-
-            pieces, stats = self.ask(doc_id, question, answer, conversation_id, stop=ended, on_stage=on_stage)
-            for piece in pieces:
-                put("piece", piece)
-            put("done", stats)
+            for event in self.ask(doc_id, question, answer, conversation_id, stop=ended).events:
+                put("event", event)
 
         return updates_from(work)
 

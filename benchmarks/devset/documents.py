@@ -61,13 +61,6 @@ def _man(page: str, section: str) -> Callable[[Path], None]:
     return write
 
 
-def _gunzip(source: str) -> Callable[[Path], None]:
-    def write(target: Path) -> None:
-        target.write_bytes(gzip.decompress(Path(source).read_bytes()))
-
-    return write
-
-
 @dataclass(frozen=True)
 class DevDocument:
     key: str  # what the question files' "document" field names
@@ -92,9 +85,32 @@ def _man_page(key: str, page: str, section: str, genre: str, half: str, package:
     )  # fmt: skip
 
 
-def _copied(key: str, file: str, genre: str, half: str, package: str, installed: str, description: str):
-    """A text file copied as a Debian package installs it."""
-    return DevDocument(key, file, "text", genre, half, package=package, installed=installed, description=description)
+def _licence(key: str, name: str, half: str, description: str):
+    """A licence text copied as base-files installs it."""
+    return DevDocument(
+        key, f"{name}.txt", "text", "licence", half, package="base-files",
+        installed=f"/usr/share/common-licenses/{name}", description=description,
+    )  # fmt: skip
+
+
+def _python_doc(key: str, page: str, file: str, genre: str, half: str, description: str):
+    """A page of the Python 3.11 documentation (`page` below its html folder) copied as python3.11-doc installs it."""
+    return DevDocument(
+        key, file, "text", genre, half, package="python3.11-doc", installed=str(PYTHON_DOC / page),
+        description=description,
+    )  # fmt: skip
+
+
+def _uncompressed(key: str, file: str, genre: str, half: str, package: str, installed: str, description: str):
+    """A gzipped text a Debian package installs, uncompressed."""
+
+    def write(target: Path) -> None:
+        target.write_bytes(gzip.decompress(Path(installed).read_bytes()))
+
+    return DevDocument(
+        key, file, "text", genre, half, package=package, installed=installed, make=write,
+        source=f"{installed}, uncompressed", description=description,
+    )  # fmt: skip
 
 
 def _generated(key: str, file: str, genre: str, half: str, make: Callable[[Path], None], description: str, **more):
@@ -130,28 +146,20 @@ DOCUMENTS: dict[str, DevDocument] = {
         ),
         _man_page("tar", "tar", "1", "manual-page", "tuning", "tar",
                   "GNU tar's manual page, tar(1): operations and option lists"),
-        _copied("gpl3", "GPL-3.txt", "licence", "tuning", "base-files", "/usr/share/common-licenses/GPL-3",
-                "the GNU General Public License, version 3"),
-        _copied("sqlite3-api", "sqlite3.html", "api-reference", "tuning", "python3.11-doc",
-                str(PYTHON_DOC / "library" / "sqlite3.html"),
-                "the Python 3.11 library reference page of sqlite3 (HTML): functions, classes, attributes"),
-        DevDocument(
-            "bash-news", "bash-NEWS.txt", "text", "release-notes", "tuning", package="bash",
-            installed="/usr/share/doc/bash/NEWS.gz", make=_gunzip("/usr/share/doc/bash/NEWS.gz"),
-            source="/usr/share/doc/bash/NEWS.gz, uncompressed",
-            description="bash's NEWS: the new features of each release, bash-2.0 to bash-5.2",
-        ),
+        _licence("gpl3", "GPL-3", "tuning", "the GNU General Public License, version 3"),
+        _python_doc("sqlite3-api", "library/sqlite3.html", "sqlite3.html", "api-reference", "tuning",
+                    "the Python 3.11 library reference page of sqlite3 (HTML): functions, classes, attributes"),
+        _uncompressed("bash-news", "bash-NEWS.txt", "release-notes", "tuning", "bash", "/usr/share/doc/bash/NEWS.gz",
+                      "bash's NEWS: the new features of each release, bash-2.0 to bash-5.2"),
         _man_page("less", "less", "1", "manual-page", "heldout", "less",
                   "the manual page of less, less(1): commands, options, prompts, environment"),
         _man_page("journalctl", "journalctl", "1", "manual-page", "heldout", "systemd",
                   "the manual page of journalctl, journalctl(1): options, output modes, exit status"),
         _man_page("systemd-service", "systemd.service", "5", "config-reference", "heldout", "systemd",
                   "systemd.service(5): the [Service] section's settings, their values and defaults"),
-        _copied("lgpl21", "LGPL-2.1.txt", "licence", "heldout", "base-files", "/usr/share/common-licenses/LGPL-2.1",
-                "the GNU Lesser General Public License, version 2.1"),
-        _copied("whatsnew311", "whatsnew-3.11.html", "release-notes", "heldout", "python3.11-doc",
-                str(PYTHON_DOC / "whatsnew" / "3.11.html"),
-                "What's New In Python 3.11 (HTML): the release's features, changes and removals"),
+        _licence("lgpl21", "LGPL-2.1", "heldout", "the GNU Lesser General Public License, version 2.1"),
+        _python_doc("whatsnew311", "whatsnew/3.11.html", "whatsnew-3.11.html", "release-notes", "heldout",
+                    "What's New In Python 3.11 (HTML): the release's features, changes and removals"),
         DevDocument(
             "logging-howto", "logging-howto.docx", "text", "word", "heldout", package="python3.11-doc",
             installed=str(LOGGING_HOWTO), make=write_logging_docx,

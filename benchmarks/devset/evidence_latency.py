@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from infinipot.app.ask.progress import AskStage
+
 from .check import load_questions
 from .documents import DEFAULT_DIR, DOCUMENTS, document_path
 
@@ -66,15 +68,13 @@ def stop_latency(service, doc_id: str, question: str, stage: str, into: float = 
         set_at.append(time.perf_counter())
         stop.set()
 
-    def on_stage(seen) -> None:
-        if seen.kind == stage:
-            threading.Timer(into, press).start()
-
     if stage == "search":
         threading.Timer(into, press).start()
-    pieces, stats, _ = service.ask(doc_id, question, stop=stop.is_set, on_stage=on_stage, record=False)
-    for _ in pieces:
-        pass
+    answering = service.asking(doc_id, question, stop=stop.is_set, record=False)
+    stats = answering.stats
+    for event in answering.events:
+        if isinstance(event, AskStage) and event.kind == stage:
+            threading.Timer(into, press).start()
     ended = time.perf_counter()
     time.sleep(into + 0.05)  # a timer not yet fired: the answer ended before the Stop
     return ended - set_at[0] if set_at and set_at[0] <= ended and stats.stopped_by == "reader" else None

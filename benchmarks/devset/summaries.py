@@ -2,18 +2,18 @@
 the document, and its seconds.
 
     python -m benchmarks.devset.summaries [--docs bench-results/devset-docs] [--home /tmp/ip-home-dev]
-        [--styles outline,extractive] [--threads 2] [--out benchmarks/results/devset/summaries]
+        [--threads 2] [--out benchmarks/results/devset/summaries] [--note TEXT]
 
 Documents and topics: summary_topics.jsonl, 5-8 topics for each of ten development documents (two PDF manuals, a
 story, two logs, a licence, a Word file, an HTML reference page, an EPUB book, release notes), written by someone
 who read only the documents, before the outline summaries were built. A topic is covered when the summary holds
 one of its phrases as whole words (score.contains: case, punctuation and whitespace aside). Unsupported words:
 the summary's content words (core.answer.grounding.content_words) that the document's text lacks, its own frame aside
-(the "Outline:", "Main points:", "Sections:", "Errors and warnings:" headers, "(page 3)" / "(line 120)" places,
+(the "Outline:", "Sections:", "Errors and warnings:" headers, "(page 3)" / "(line 120)" places,
 and a log summary's counts: "194 INFO", "api-gateway (128)", "3 times"). Each document is read into a stored pot
-under --home (reused when there), then summarized anew in each style (DocumentService.summarize(new=True)); a
-PDF's bookmarks count as its words. <out>/summaries.jsonl gets one record per (document, style); <out>/report.md
-the coverage table and every summary.
+under --home (reused when there), then summarized anew (DocumentService.summarize(new=True): the outline); a
+PDF's bookmarks count as its words. <out>/summaries.jsonl gets one record per document, its run named "outline"
+and --note; <out>/report.md the coverage table of every run recorded there and its summaries.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ TOPICS = Path(__file__).with_name("summary_topics.jsonl")
 
 # The summary's own frame, not claims about the document.
 _FRAME = re.compile(
-    r"^(?:Main points|Outline|Errors and warnings|Incidents in time order):$|^\s*Sections:|Names that recur:"
+    r"^(?:Outline|Errors and warnings|Incidents in time order):$|^\s*Sections:|Names that recur:"
     r"|\((?:page|line|chapter) [\d,]+\)|\b(?:Part \d+ of \d+)\b"
     r"|A log of [\d,]+ timestamped lines from|\b\d+ (?:times|h|min)\b|\b[\d,]+ (?:ERROR|WARN|INFO|DEBUG)\b"
     r"|\b(?:ERROR|WARN|INFO|DEBUG)\b|\([\d,]+\)"
@@ -65,7 +65,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--home", type=Path, default=Path("/tmp/ip-home-dev"))
-    parser.add_argument("--styles", default="outline,extractive")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--note", default="", help="added to each record's label")
@@ -77,12 +76,12 @@ def main() -> None:
     from infinipot.app.service import DocumentService
     from infinipot.core.answer.grounding import content_words, unsupported_words
     from infinipot.core.config import PotConfig
-    from infinipot.core.summary import SummaryConfig
     from infinipot.ingest.outline import pdf_bookmarks
 
     args.out.mkdir(parents=True, exist_ok=True)
     service = DocumentService(args.home, device="cpu")
     topics = load_topics()
+    run = "outline" + (f", {args.note}" if args.note else "")
     records = []
     for key, wanted in topics.items():
         path = document_path(args.docs, key)
@@ -90,28 +89,27 @@ def main() -> None:
         text = DocText.load(path).text
         if path.suffix == ".pdf":  # a PDF's bookmarks are its own words too (a part's title may be one)
             text += "\n" + "\n".join(heading.title for heading in pdf_bookmarks(path))
-        for style in [s for s in args.styles.split(",") if s]:
-            began = time.perf_counter()
-            pieces, stats = service.summarize(doc_id, new=True, config=SummaryConfig(style=style))
-            summary = "".join(pieces).strip()
-            seconds = round(time.perf_counter() - began, 1)
-            missing = unsupported_words(said(summary), [text])
-            hits = covered(summary, wanted)
-            record = {
-                "run": style + (f", {args.note}" if args.note else ""),
-                "document": key,
-                "summary": summary,
-                "parts": getattr(stats, "summary_parts", []),
-                "seconds": seconds,
-                "content_words": len(content_words(summary)),
-                "unsupported": missing,
-                "covered": [t["topic"] for t, hit in zip(wanted, hits, strict=True) if hit],
-                "missed": [t["topic"] for t, hit in zip(wanted, hits, strict=True) if not hit],
-            }
-            records.append(record)
-            with open(args.out / "summaries.jsonl", "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            print(f"{key} {style}: {sum(hits)}/{len(hits)} topics, {seconds} s, {len(missing)} unsupported {missing}")
+        began = time.perf_counter()
+        pieces, stats = service.summarize(doc_id, new=True)
+        summary = "".join(pieces).strip()
+        seconds = round(time.perf_counter() - began, 1)
+        missing = unsupported_words(said(summary), [text])
+        hits = covered(summary, wanted)
+        record = {
+            "run": run,
+            "document": key,
+            "summary": summary,
+            "parts": getattr(stats, "summary_parts", []),
+            "seconds": seconds,
+            "content_words": len(content_words(summary)),
+            "unsupported": missing,
+            "covered": [t["topic"] for t, hit in zip(wanted, hits, strict=True) if hit],
+            "missed": [t["topic"] for t, hit in zip(wanted, hits, strict=True) if not hit],
+        }
+        records.append(record)
+        with open(args.out / "summaries.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        print(f"{key}: {sum(hits)}/{len(hits)} topics, {seconds} s, {len(missing)} unsupported {missing}")
     report(args.out)
 
 

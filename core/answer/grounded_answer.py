@@ -26,8 +26,8 @@ judge's best sentence. Measured side by side: benchmarks/results/devset/grounded
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 from ..decoding import DecodingConfig
 from ..engine import AnswerStats, Engine
@@ -104,9 +104,11 @@ def earlier_fact(
     return next((s for s in ranked if s.span >= first_carried and holds_kind(s.text, question, earlier)), None)
 
 
-def _written(engine, pot, question, passages, decoding, stats, history, pot_entries, question_first) -> Iterator[str]:
-    """The model's own answer from the passages read after the pot ("free" style); a base model's is followed by
-    a sentence saying so (BASE_MODEL_WROTE)."""
+def free_answer(
+    engine, pot, question, passages, decoding, stats, history=(), pot_entries=0, question_first=False
+) -> Iterator[str]:
+    """The model's own answer from the passages read after the pot, streamed unchecked ("free" style, or nothing
+    to check against); a base model's is followed by a sentence saying so (BASE_MODEL_WROTE)."""
     yield from engine.answer(
         pot,
         question,
@@ -119,6 +121,12 @@ def _written(engine, pot, question, passages, decoding, stats, history, pot_entr
     )
     if not engine.loaded.follows_instructions:
         yield f"\n\n{BASE_MODEL_WROTE}"
+
+
+def answers_freely(passages: Sequence[Sequence[int]], config: GroundingConfig) -> bool:
+    """Whether the answer is the model's own, streamed unchecked: no check asked, or nothing to check against (the
+    pot holds the whole document and is read whole)."""
+    return not passages or config.style == "free"
 
 
 # Words of the closest sentence quoted in a not-found answer: a table or listing taken for one sentence would
@@ -152,7 +160,13 @@ def not_answered(closest: Sentence | None, absent: Sequence[str] = ()) -> str:
     return f"{said} The closest passage: “{_quoted(closest)}”"
 
 
-def grounded_answer(
+@dataclass(frozen=True)
+class WritingToWeigh:
+    """A step of the check worth telling its reader: the model starts writing its own answer to weigh against the
+    candidates (the doubt band), which takes as long as the rest."""
+
+
+def checking(
     engine: Engine,
     pot,
     question: str,
@@ -160,7 +174,6 @@ def grounded_answer(
     decoding: DecodingConfig,
     stats: AnswerStats,
     config: GroundingConfig,
-    verdict: Verdict,
     *,
     earlier: str = "",
     history: Sequence[tuple[str, str]] = (),
@@ -168,25 +181,16 @@ def grounded_answer(
     names: Sequence[str] = (),
     pot_entries: int | None = 0,
     question_first: bool = False,
-    on_writing: Callable[[], None] | None = None,
-    absent: Callable[[], Sequence[str]] | None = None,
-) -> Iterator[str]:
-    """Stream the checked answer to `question` from the `passages` read (token ids, in the order read: the
-    likeliest last, core.answer.evidence's order "likelihood"); `verdict` is filled before the first piece; without
-    passages the model's answer streams unchecked. `earlier`: the earlier questions a follow-up leans on ("What
-    version of it?"): the judge reads them before the question and scores the question alone
+) -> Generator[WritingToWeigh, None, Verdict]:
+    """Check what answers `question` in the `passages` read (token ids, in the order read: the likeliest last,
+    core.answer.evidence's order "likelihood"; at least one): yields WritingToWeigh when the model writes an answer
+    to weigh, and returns the Verdict (final_answer says it). `earlier`: the earlier questions a follow-up leans on
+    ("What version of it?"): the judge reads them before the question and scores the question alone
     (rerank.question_likelihoods' context). `carried`: earlier answers given in the document's words; when the
     follow-up asks a number, version, date or name, they are judged with the passages' sentences, since the fact
     asked for is often in the sentence just quoted ("For how many years had she kept it?"). `names`: the names the
-    question asks about that the document hardly mentions (core.answer.question_names). `on_writing` is called when
-    the model starts writing its own answer to weigh (the doubt band), which takes as long as the rest. `absent`
-    gives the question's words the document never uses, said in a not-found answer (asked only then)."""
-    started = time.perf_counter()
-    if not passages or config.style == "free":
-        # Nothing to check against (the pot holds the whole document and is read whole), or no check asked.
-        verdict.reason = "free"
-        yield from _written(engine, pot, question, passages, decoding, stats, history, pot_entries, question_first)
-        return
+    question asks about that the document hardly mentions (core.answer.question_names)."""
+    verdict = Verdict()
     tokenizer = engine.tokenizer
     texts = [tokenizer.decode(list(ids), skip_special_tokens=True) for ids in passages]
     first_carried = len(texts)
@@ -210,29 +214,37 @@ def grounded_answer(
         _learned_verdict(verdict, ranked, blank, question, head, asked, first_carried)
     else:
         identity = engine.loaded.identity
+        model = config.confidence.for_model(identity)
         verdict.decided_by = "calibrated" if config.confidence.fitted_for(identity) else "strict"
-        _calibrated_verdict(
-            verdict, ranked, no_text, question, config.confidence.for_model(identity), asked, first_carried,
-            lambda: written_answer(
+        if _calibrated_verdict(verdict, ranked, no_text, question, model, asked, first_carried):
+            yield WritingToWeigh()
+            verdict.written = written_answer(
                 engine, pot, question, passages, decoding, stats, history=history, pot_entries=pot_entries,
                 question_first=question_first,
-            ),
-            on_writing,
-        )  # fmt: skip
-    lacking = absent() if absent is not None and not verdict.answerable else ()
-    if verdict.state == "closest" and lacking:
-        verdict.state = "not_found"  # the question is mostly about words the document never uses
+            )  # fmt: skip
+            _weigh_written(verdict, ranked, no_text, question, model, asked)
+    return verdict
+
+
+def final_answer(
+    engine: Engine, verdict: Verdict, stats: AnswerStats, started: float, absent: Sequence[str] = ()
+) -> tuple[Verdict, str]:
+    """The checked answer's words, and its verdict as said: a not-found answer names the question's words the
+    document never uses (`absent`, asked only when the verdict is not answerable), and a question mostly about
+    such words has no passage that seems to answer it. `stats` describe what is said: its seconds since `started`
+    (a perf_counter time: the check's start), its token ids, its end."""
+    if verdict.state == "closest" and absent:
+        verdict = replace(verdict, state="not_found")
     if verdict.answerable:
         answer = verdict.sentence.text
     elif verdict.state == "closest":
         answer = seems_to_answer(verdict.sentence)
     else:
-        answer = not_answered(verdict.sentence, lacking)
-    stats.ttft_seconds = time.perf_counter() - started
-    yield answer
-    stats.seconds = time.perf_counter() - started
-    stats.token_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+        answer = not_answered(verdict.sentence, absent)
+    stats.ttft_seconds = stats.seconds = time.perf_counter() - started
+    stats.token_ids = engine.tokenizer(answer, add_special_tokens=False)["input_ids"]
     stats.stopped_by = "end"
+    return verdict, answer
 
 
 def _head(engine: Engine, config: GroundingConfig) -> JudgeHead | None:
@@ -251,22 +263,23 @@ def _learned_verdict(verdict, ranked, blank, question, head: JudgeHead, asked: A
     _settle(verdict, ranked, stated, held, head.closest)
 
 
-def _calibrated_verdict(
-    verdict, ranked, no_text, question, model: ConfidenceModel, asked: AskedAbout, first_carried, write, on_writing
-) -> None:
-    """The verdict of the hand-made signals' calibrated decision (core.answer.answer_confidence), the writer's
-    answer (`write()`) weighed in its doubt band; not stated, "closest" when the likeliest reached model.closest."""
+def _calibrated_verdict(verdict, ranked, no_text, question, model: ConfidenceModel, asked: AskedAbout, first_carried):
+    """The verdict of the hand-made signals' calibrated decision (core.answer.answer_confidence); true when the
+    likeliest is in its doubt band, where the writer's answer is weighed before it is settled (_weigh_written);
+    not stated, "closest" when the likeliest reached model.closest."""
     verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked)
     held = earlier_fact(ranked, first_carried, question, asked.earlier, model.candidates)
     stated = verdict.sentence is not None and verdict.confidence >= model.sure
-    doubted = not stated and held is None and verdict.sentence is not None and verdict.confidence > model.unsure
-    if doubted:
-        if on_writing is not None:
-            on_writing()
-        verdict.written = write()
-        verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked, verdict.written)
-        stated = verdict.confidence >= model.threshold
+    if not stated and held is None and verdict.sentence is not None and verdict.confidence > model.unsure:
+        return True
     _settle(verdict, ranked, stated, held, model.closest)
+    return False
+
+
+def _weigh_written(verdict, ranked, no_text, question, model: ConfidenceModel, asked: AskedAbout) -> None:
+    """The doubted verdict settled with the writer's answer (verdict.written) weighed with the rest."""
+    verdict.sentence, verdict.confidence = likeliest(ranked, question, no_text, model, asked, verdict.written)
+    _settle(verdict, ranked, verdict.confidence >= model.threshold, None, model.closest)
 
 
 def _settle(verdict: Verdict, ranked, stated: bool, held: Sentence | None, closest: float) -> None:

@@ -12,6 +12,8 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from infinipot.app.ask.events import Done, Piece, Sources
+from infinipot.app.ask.progress import AskStage
 from infinipot.app.errors import USER_ERRORS, one_line
 from infinipot.app.web.field_numbers import whole_number
 from infinipot.app.web.page import chat_view, render, sources
@@ -457,17 +459,17 @@ class Handlers:
             )
             queued = None
             yield shown(waiting), gr.skip(), gr.skip()  # a question that waited in line: its turn has come
-            for kind, value in updates:
-                if kind == "done":
-                    stats = value
+            for kind, event in updates:
+                if isinstance(event, Done):
+                    stats = event.stats
                     continue
-                if turn.stopped:  # Stop shows the answer as stored once its work has ended
+                if turn.stopped or isinstance(event, Sources):  # both shown as stored once the work has ended
                     continue
-                if kind == "stage":
-                    looked_at = value.citation or looked_at
-                    waiting = chat_view.stage_text(value, looked_at)
-                elif kind == "piece":
-                    text += value
+                if isinstance(event, AskStage):
+                    looked_at = event.citation or looked_at
+                    waiting = chat_view.stage_text(event, looked_at)
+                elif isinstance(event, Piece):
+                    text += event.text
                 elif kind == "wait":  # the places in line may have changed
                     now = [id(t) for t, _ in self.ws.turns.queued_after(turn_id)]
                     if now == queued:
