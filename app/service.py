@@ -12,29 +12,33 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from infinipot.app.ask import across, library_answer, reread, summary
-from infinipot.app.ask.conversation import record_exchange, recorded_turns, turns_seen
+from infinipot.app.ask import across, summary
+from infinipot.app.ask.conversation import (
+    conversation_row,
+    record_exchange,
+    recorded_turns,
+    require_conversation,
+    turns_seen,
+)
 from infinipot.app.ask.holding_stream import HeldStream
-from infinipot.app.ask.library import LibraryConfig, LibraryStats
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
-from infinipot.app.ask.pipeline import Answering, Keeping, Question, answer_events, answer_steps
+from infinipot.app.ask.pipeline import Answering, Keeping, Question, answer_events, answer_steps, never_stopped
 from infinipot.app.ask.pots import LOADED_POTS_KEPT, LoadedPots, open_general_pot, open_pot_read_with
+from infinipot.app.ask.side_questions import SideQuestions
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.library import documents
 from infinipot.app.library.documents import DocumentNotFound
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
-from infinipot.app.library.token_ids import read_window, token_count
-from infinipot.app.memory_trim import return_freed_memory, then_freed
+from infinipot.app.memory_trim import return_freed_memory
 from infinipot.app.read import DEFAULT_CHECKPOINT_SECONDS
 from infinipot.app.read.file_reader import FileReader
-from infinipot.app.read.many import DocumentDone, LibraryProgress, library_files, read_here, total_bytes
+from infinipot.app.read.many import DocumentDone, LibraryProgress, each_forgotten, library_files, read_here, total_bytes
 from infinipot.app.read.report import ReadReport
 from infinipot.app.read.workers import WorkerSettings
 from infinipot.core.config import PotConfig
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.model import LoadedModel
-from infinipot.core.pot import Pot
 from infinipot.core.summary import SummaryConfig
 from infinipot.ingest import Progress, TokenLocationMap
 from infinipot.storage.errors import NotStored
@@ -43,7 +47,7 @@ from infinipot.storage.uses import DocumentHold
 __all__ = ["AnswerSettings", "Answering", "AskStats", "DocumentNotFound", "DocumentService", "ReadReport", "StoredPot"]
 
 
-class DocumentService:
+class DocumentService(SideQuestions):
     # How an answer's steps are made (ask.pipeline.answer_steps): the service keeps, cites and stops them.
     answer_steps = staticmethod(answer_steps)
 
@@ -101,7 +105,7 @@ class DocumentService:
             from infinipot.app.read.workers import read_on_workers
 
             done = read_on_workers(self.reader, files, config, model_name, dtype, workers, progress, on_progress)
-        return progress, missing, _then_freed_each(done, self.forget_pot)
+        return progress, missing, each_forgotten(done, self.forget_pot)
 
     def resume_point(
         self, doc_id: str, config: PotConfig, model_name: str = "default", dtype: str | None = None
@@ -122,13 +126,12 @@ class DocumentService:
 
     def documents(self) -> list[dict]:
         """Every stored document with its pots and disk use, oldest first."""
-        files = self.library.files
-        return [documents.document_entry(self.store, files, doc) for doc in self.store.documents.all()]
+        return [documents.document_entry(self.store, self.library.files, d) for d in self.store.documents.all()]
 
     def document(self, doc_id: str) -> dict | None:
         """One stored document (exact doc_id) in the shape of `documents()`, or None."""
-        document = self.store.documents.get(doc_id)
-        return None if document is None else documents.document_entry(self.store, self.library.files, document)
+        found = self.store.documents.get(doc_id)
+        return None if found is None else documents.document_entry(self.store, self.library.files, found)
 
     def document_id(self, path: Path) -> str:
         return documents.document_id(self.store, path)
@@ -168,9 +171,7 @@ class DocumentService:
     def token_window(self, doc_id: str, start: int, end: int) -> tuple[list[int], int]:
         """Token ids [start, end) of a stored document and its token count, tokenizing it once if needed."""
         stored = self.open_pot(doc_id)
-        document = documents.require_document(self.store, stored.doc_id)
-        path = documents.stored_token_ids(self.library.files, document, stored.engine.loaded)
-        return read_window(path, start, end), token_count(path)
+        return documents.token_window(self.store, self.library.files, stored, start, end)
 
     # -- answering ---------------------------------------------------------------------------------
     def open_pot(self, doc: str) -> StoredPot:
@@ -236,7 +237,7 @@ class DocumentService:
             asked = Question(question, settings, history, carried, started)
             steps = self.answer_steps(self.library, stored, asked, stats)
             keeping = Keeping(record, conversation_id)
-            events = answer_events(self.library, stored, question, steps, stats, stop or _never, keeping)
+            events = answer_events(self.library, stored, question, steps, stats, stop or never_stopped, keeping)
         except BaseException:
             hold.release()
             raise
@@ -260,12 +261,7 @@ class DocumentService:
 
     def require_conversation(self, conversation_id: int, doc_id: str) -> None:
         """DocumentNotFound unless the conversation is stored and about this document."""
-        try:
-            conversation = self.store.conversations.get(conversation_id)
-        except NotStored as exc:
-            raise DocumentNotFound(str(exc)) from None
-        if conversation.document_id != doc_id:
-            raise DocumentNotFound(f"conversation {conversation_id} is not about this document")
+        require_conversation(self.store, conversation_id, doc_id)
 
     def earlier_turns(self, conversation_id: int) -> list[tuple[str, str]]:
         """The conversation's (question, answer) pairs a follow-up refers to, oldest first (ask.conversation)."""
@@ -289,13 +285,7 @@ class DocumentService:
         stored = self.open_pot(doc)
         stats = AskStats(load_seconds=time.perf_counter() - started, warnings=stored.warnings)
         config = config or SummaryConfig()
-        kept = None if new else summary.stored_summary(self.library, stored, config)
-        if kept is not None:
-            stats.reused_summary = True
-            stats.summary_parts = list(kept.get("parts") or [])
-            return iter([kept["summary"]]), stats
-        pieces = summary.summary_pieces(self.library, stored, decoding, stats, config, on_part)
-        return then_freed(pieces), stats
+        return summary.document_summary(self.library, stored, decoding, config, new, on_part, stats), stats
 
     def record_summary(self, doc_id: str, request: str, summary: str, conversation_id: int | None, meta: dict) -> int:
         """Store a summary in a conversation of the document (a new one when None), after the `request` that asked
@@ -309,9 +299,8 @@ class DocumentService:
         return record_exchange(self.store, doc_id, request, answer, conversation_id, meta)
 
     def record_stopped_question(self, doc_id: str, question: str, conversation_id: int | None) -> int:
-        """A question stopped before its answer began (the app's Stop while it waited for the model): kept in the
-        conversation with an empty answer marked stopped, as a later Stop keeps what was written; returns the
-        conversation's id."""
+        """A question stopped before its answer began (the app's Stop while it waited): kept with an empty answer
+        marked stopped, as a later Stop keeps what was written; returns the conversation's id."""
         return record_exchange(self.store, doc_id, question, "", conversation_id, {"stopped": True})
 
     def conversations(self, doc_id: str) -> list[dict]:
@@ -319,81 +308,7 @@ class DocumentService:
 
     def conversation(self, conversation_id: int) -> dict | None:
         """The stored conversation (id, document_id, pot_id, title, created_at), None when there is none."""
-        try:
-            return asdict(self.store.conversations.get(conversation_id))
-        except NotStored:
-            return None
+        return conversation_row(self.store, conversation_id)
 
     def messages(self, conversation_id: int) -> list[dict]:
         return [asdict(m) for m in self.store.conversations.messages(conversation_id)]
-
-    # -- question-aware re-read and questions across documents -------------------------------------
-    def question_read(self, doc: str, question: str) -> tuple[PotConfig, str, str, bool]:
-        """A question-aware re-read's settings, model and dtype (the general pot's, CaP-Q), and whether it is
-        stored."""
-        return reread.question_read(self.library, self.open_pot(doc), question)
-
-    def reread_for_question(
-        self,
-        doc: str,
-        question: str,
-        decoding: DecodingConfig | None = None,
-        on_progress: Callable[[Pot], None] | None = None,
-        *,
-        max_new_tokens: int | None = None,
-    ) -> tuple[Iterator[str], AskStats, bool]:
-        """Answer from the document's CaP-Q pot for this question: read once per question, then reused. Not
-        stored as a conversation; load_seconds includes any reading."""
-        decoding = decoding_with_length(decoding, max_new_tokens)
-        started = time.perf_counter()
-        general = self.open_pot(doc)
-        return reread.question_answer(self.library, self.reader, general, question, decoding, on_progress, started)
-
-    def ask_across(
-        self,
-        docs: list[str],
-        question: str,
-        decoding: DecodingConfig | None = None,
-        *,
-        max_new_tokens: int | None = None,
-    ) -> tuple[Iterator[str], across.AcrossStats]:
-        """(answer pieces, AcrossStats) from the documents' general pots merged into one (ask/across.py)."""
-        if not (question or "").strip():
-            raise ValueError("the question is empty")
-        decoding = decoding_with_length(decoding, max_new_tokens)
-        opened = [self.open_pot(doc) for doc in docs]
-        return across.ask_across(self.library, opened, self.merged_pots, question, decoding)
-
-    def library_documents(self, docs: list[str] | None = None) -> list:
-        """The documents a library question goes to (ask.library_answer.library_documents)."""
-        return library_answer.library_documents(self.store, docs)
-
-    def ask_library(
-        self,
-        question: str,
-        docs: list[str] | None = None,
-        settings: AnswerSettings | None = None,
-        config: LibraryConfig | None = None,
-        *,
-        max_new_tokens: int | None = None,
-    ) -> tuple[Iterator[str], LibraryStats]:
-        """Stream the answer to a question to every stored document (or those `docs` names), with its citations
-        naming their documents (ask/library_answer.py). Not recorded in any conversation."""
-        if not (question or "").strip():
-            raise ValueError("the question is empty")
-        settings = with_overrides(settings, "evidence", max_new_tokens)
-        records = self.library_documents(docs)
-        return library_answer.ask_library(self.library, self, question, records, settings, config or LibraryConfig())
-
-
-def _never() -> bool:
-    return False
-
-
-def _then_freed_each(done: Iterator[DocumentDone], forget: Callable[[str], None]) -> Iterator[DocumentDone]:
-    """Each finished document, its loaded pot (if any) forgotten, and memory given back after each."""
-    for item in done:
-        if item.report is not None:
-            forget(item.report.doc_id)
-        return_freed_memory()
-        yield item

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import asdict
 
 from infinipot.app.ask.citing import cite_answer
 from infinipot.app.ask.evidence import with_snippets
 from infinipot.app.ask.follow_up import NOT_FOUND_TURN, STATED_REASONS, RecordedTurn, turns_in_view
 from infinipot.app.ask.quoting import arranged_citations
 from infinipot.app.ask.stats import AskStats
+from infinipot.app.library.documents import DocumentNotFound
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.core.engine import AnswerStats
@@ -144,3 +146,21 @@ def turns_seen(store: Store, question: str, conversation_id: int | None) -> tupl
     history = turns_in_view(question, [(turn.question, turn.answer) for turn in recorded])
     # history is the last turns of `recorded`
     return history, [turn for turn in recorded[len(recorded) - len(history) :] if turn.stated]
+
+
+def require_conversation(store: Store, conversation_id: int, doc_id: str) -> None:
+    """DocumentNotFound unless the conversation is stored and about this document."""
+    try:
+        conversation = store.conversations.get(conversation_id)
+    except NotStored as exc:
+        raise DocumentNotFound(str(exc)) from None
+    if conversation.document_id != doc_id:
+        raise DocumentNotFound(f"conversation {conversation_id} is not about this document")
+
+
+def conversation_row(store: Store, conversation_id: int) -> dict | None:
+    """The stored conversation as a dict, None when there is none."""
+    try:
+        return asdict(store.conversations.get(conversation_id))
+    except NotStored:
+        return None

@@ -71,6 +71,10 @@ class Question:
     asked: float = field(default_factory=time.perf_counter)  # when it was asked (a perf_counter time)
 
 
+def never_stopped() -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Keeping:
     """Where the answer is kept once complete: the conversation (None: a new one), or nowhere (`record` False)."""

@@ -13,6 +13,7 @@ from infinipot.app.library.home import Library
 from infinipot.app.library.outline import document_outline, text_lines
 from infinipot.app.library.pot_files import StoredPot
 from infinipot.app.library.token_ids import read_window, token_count
+from infinipot.app.memory_trim import then_freed
 from infinipot.core.decoding import DecodingConfig
 from infinipot.core.log_summary import is_log
 from infinipot.core.summary import OutlineEntry, SummaryConfig, outline_summary
@@ -50,6 +51,25 @@ def place_labeller(library: Library, stored: StoredPot) -> Callable[[int], str]:
         return f"{unit} {where.page:,}" if where.page else (f"line {where.line:,}" if where.line else "")
 
     return label
+
+
+def document_summary(
+    library: Library,
+    stored: StoredPot,
+    decoding: DecodingConfig,
+    config: SummaryConfig,
+    new: bool,
+    on_part: Callable[[int, int], None] | None,
+    stats: AskStats,
+) -> Iterator[str]:
+    """The document's summary as it streams: the stored one (stats.reused_summary), or, with `new` or when there
+    is none for its pot, a new one made part by part, stored once complete; the memory it needed given back."""
+    kept = None if new else stored_summary(library, stored, config)
+    if kept is not None:
+        stats.reused_summary = True
+        stats.summary_parts = list(kept.get("parts") or [])
+        return iter([kept["summary"]])
+    return then_freed(summary_pieces(library, stored, decoding, stats, config, on_part))
 
 
 def summary_pieces(

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from infinipot.app.library.token_ids import token_count, token_file, write_token_ids
+from infinipot.app.library.token_ids import read_window, token_count, token_file, write_token_ids
 from infinipot.core.model import LoadedModel
 from infinipot.ingest import TokenLocationMap, file_fingerprint
 from infinipot.ingest.errors import IngestError
@@ -244,3 +244,10 @@ def source_path(store: Store, doc_id: str) -> Path | None:
     document = store.documents.get(doc_id)
     path = Path(document.path) if document and document.path else None
     return path if path is not None and path.is_file() else None
+
+
+def token_window(store: Store, files: DocumentFiles, stored, start: int, end: int) -> tuple[list[int], int]:
+    """Token ids [start, end) of the document of a loaded pot (pot_files.StoredPot) and its token count,
+    tokenizing it once if needed."""
+    path = stored_token_ids(files, require_document(store, stored.doc_id), stored.engine.loaded)
+    return read_window(path, start, end), token_count(path)

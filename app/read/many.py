@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infinipot.app.library.documents import DocumentNotFound
+from infinipot.app.memory_trim import return_freed_memory
 from infinipot.app.read.file_reader import FileChangedWhileRead
 from infinipot.app.read.report import ReadReport
 from infinipot.core.errors import InfiniPotError
@@ -208,3 +209,13 @@ def file_size(path: Path) -> int:
 
 def total_bytes(files: list[Path]) -> int:
     return sum(file_size(path) for path in files)
+
+
+def each_forgotten(done: Iterator[DocumentDone], forget: Callable[[str], None]) -> Iterator[DocumentDone]:
+    """Each finished document, its loaded pot (if any) forgotten (`forget(doc_id)`), and the memory its read needed
+    given back after each."""
+    for item in done:
+        if item.report is not None:
+            forget(item.report.doc_id)
+        return_freed_memory()
+        yield item
