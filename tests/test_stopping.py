@@ -194,3 +194,22 @@ def test_a_waiting_question_stopped_is_kept_after_the_one_still_ending_before_it
     stopped = turns.stop(second, record, wait=5)
     assert recorded == [("second?", 4, True)]  # after the first was stored, in its conversation
     assert stopped.finished.is_set() and turns.start_next("s", QUESTION) == (None, None)
+
+
+@pytest.mark.parametrize("closed_at", ["Piece", "Sources"])
+def test_an_answer_closed_by_its_reader_is_kept_as_far_as_it_was_taken(read_service, closed_at):
+    """Closed after its last piece, before it ended, the answer is kept marked stopped (its reader left it); closed
+    after its sources, it was complete and is kept as such."""
+    service, doc_id = read_service
+    answering = service.asking(doc_id, "What does the fox jump over?")
+    given = []
+    for event in answering.events:
+        if isinstance(event, Piece):
+            given.append(event.text)
+        if type(event).__name__ == closed_at:
+            answering.events.close()
+            break
+    (question, answer) = service.store.conversations.messages(answering.stats.conversation_id)
+    assert answer.content == "".join(given).strip() and answer.content
+    assert answer.meta["stopped"] is (closed_at == "Piece")
+    assert bool(answer.meta["citations"]) is (closed_at == "Sources")

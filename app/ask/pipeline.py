@@ -108,9 +108,11 @@ def answer_events(
         raise
     answer = "".join(text)
     arrange_sources(library, stats, stored, question, answer)
-    if stats.citations:
-        yield Sources(list(stats.citations), stats.answerable, source_lines(stats.citations, answer))
-    _keep(library, stored, question, answer, stats, keeping)
+    try:
+        if stats.citations:
+            yield Sources(list(stats.citations), stats.answerable, source_lines(stats.citations, answer))
+    finally:  # complete, it is kept whether or not its reader took the sources
+        _keep(library, stored, question, answer, stats, keeping)
     yield Done(stats)
 
 
