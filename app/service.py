@@ -23,7 +23,8 @@ from infinipot.app.ask.conversation import (
 from infinipot.app.ask.holding_stream import HeldStream
 from infinipot.app.ask.modes import AnswerSettings, decoding_with_length, with_overrides
 from infinipot.app.ask.pipeline import Answering, Keeping, Question, answer_events, answer_steps, never_stopped
-from infinipot.app.ask.pots import LOADED_POTS_KEPT, LoadedPots, open_general_pot, open_pot_read_with
+from infinipot.app.ask.pots import LOADED_POTS_KEPT, open_general_pot, open_pot_read_with
+from infinipot.app.ask.recently_used import RecentlyUsed
 from infinipot.app.ask.side_questions import SideQuestions
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.library import documents
@@ -61,7 +62,9 @@ class DocumentService(SideQuestions):
     ) -> None:
         """`dtype`: what models run in unless a call names one (core.precision: auto, float32, bfloat16).
         `loaded_pots`: how many stored pots stay loaded between answers (memory against reloading)."""
-        self.loaded = LoadedPots(loaded_pots)
+        self.loaded = RecentlyUsed(
+            loaded_pots, f"at least one pot must stay loaded to answer from it, got {loaded_pots}"
+        )
         self.library = Library(home, device, dtype)
         self.home = self.library.home
         self.store = self.library.store
@@ -184,16 +187,16 @@ class DocumentService(SideQuestions):
         if kept is not None:
             return replace(kept, warnings=[]), True  # its warnings were given when it was opened
         stored, reused = open_general_pot(self.library, self.reader, doc)
-        self.loaded.keep(stored)
+        self.loaded.put(stored.doc_id, stored)
         return stored, reused
 
     def loaded_documents(self) -> list[str]:
         """The doc_ids whose pots are loaded now, least recently used first."""
-        return self.loaded.doc_ids()
+        return self.loaded.keys()
 
     def forget_pot(self, doc_id: str) -> None:
         """Drop a loaded pot (its document was read again, grew or was deleted)."""
-        self.loaded.forget(doc_id)
+        self.loaded.drop(lambda key, stored: key == doc_id)
 
     def asking(
         self,

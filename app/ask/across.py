@@ -9,13 +9,12 @@ Documents are merged in the order their pots were stored, so choosing them in an
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from infinipot.app.ask.citing import CitedDocument, cite_across
+from infinipot.app.ask.recently_used import RecentlyUsed
 from infinipot.app.ask.stats import AskStats
 from infinipot.app.library.home import Library
 from infinipot.app.library.pot_files import StoredPot
@@ -142,32 +141,12 @@ def _cited(
     stats.answer_pot = None  # a distilled copy is not kept alive with the stats
 
 
-class MergedPotCache:
-    """A small least-recently-used map, safe to share between the app's threads."""
+class MergedPotCache(RecentlyUsed):
+    """The merged pots kept in memory, by the documents merged."""
 
     def __init__(self, limit: int = MERGED_POTS_KEPT) -> None:
-        if limit < 1:
-            raise ValueError(f"the merged pot cache needs room for at least one pot, got {limit}")
-        self.limit = limit
-        self._items: OrderedDict[Hashable, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable):
-        with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            return self._items[key]
-
-    def put(self, key: Hashable, merged) -> None:
-        with self._lock:
-            self._items[key] = merged
-            self._items.move_to_end(key)
-            while len(self._items) > self.limit:
-                self._items.popitem(last=False)
+        super().__init__(limit, f"the merged pot cache needs room for at least one pot, got {limit}")
 
     def forget_document(self, doc_id: str) -> None:
         """Drop merged pots built from a document (it was deleted or read again)."""
-        with self._lock:
-            for key in [key for key, merged in self._items.items() if doc_id in merged.doc_ids]:
-                del self._items[key]
+        self.drop(lambda key, merged: doc_id in merged.doc_ids)

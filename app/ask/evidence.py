@@ -48,9 +48,7 @@ class EvidenceSearch:
     fitted: EvidenceConfig | None = None  # the config with its budget fitted beside the pot, which spans_read reads
 
     def read(self) -> list[Span]:
-        """The spans read, in document order (core.answer.evidence.spans_read)."""
-        if not self.candidates:
-            return []
+        """The spans read, in document order (core.answer.evidence.spans_read; none without candidates)."""
         return spans_read(self.engine, self.candidates, self.question, self.total, self.fetch, self.fitted)
 
 

@@ -3,8 +3,6 @@ read is read first, and a damaged or unfinished pot is read again from the docum
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from infinipot.app.library.documents import DocumentNotFound, find_document, unchanged_source
@@ -118,38 +116,3 @@ def open_pot_read_with(
 # took a median 1.9 s on a busy 2-core machine. Two let questions alternate between two documents without
 # reloading (benchmarks/soak.py); `ui --loaded-pots` sets it.
 LOADED_POTS_KEPT = 2
-
-
-class LoadedPots:
-    """The stored pots kept loaded, by the name they were asked for, least recently used first; safe across
-    threads."""
-
-    def __init__(self, kept: int = LOADED_POTS_KEPT) -> None:
-        if kept < 1:
-            raise ValueError(f"at least one pot must stay loaded to answer from it, got {kept}")
-        self.kept = kept
-        self._pots: OrderedDict[str, StoredPot] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, doc: str) -> StoredPot | None:
-        """The loaded pot asked for as `doc`, now the most recently used; None when it is not loaded."""
-        with self._lock:
-            if doc not in self._pots:
-                return None
-            self._pots.move_to_end(doc)
-            return self._pots[doc]
-
-    def keep(self, stored: StoredPot) -> None:
-        """Keep a pot loaded under its doc_id, letting the least recently used go beyond `kept`."""
-        with self._lock:
-            self._pots[stored.doc_id] = stored
-            while len(self._pots) > self.kept:
-                self._pots.popitem(last=False)
-
-    def doc_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._pots)
-
-    def forget(self, doc_id: str) -> None:
-        with self._lock:
-            self._pots.pop(doc_id, None)

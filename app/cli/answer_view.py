@@ -1,5 +1,6 @@
-"""An answer's events in the terminal (ask.events): its stages and warnings on stderr, its words on stdout as they
-come, then its sources; with --json only collected, for the one JSON object printed at the end."""
+"""An answer's events in the terminal (ask.events), a summary's pieces the same way: stages and warnings on
+stderr, the words on stdout as they come, then the sources; with --json only collected, for the one JSON object
+printed at the end."""
 
 from __future__ import annotations
 

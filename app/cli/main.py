@@ -9,6 +9,7 @@ import sqlite3
 import sys
 import time
 
+from infinipot.app.ask.events import Done, Piece
 from infinipot.app.cli.answer_view import AnswerPrinter
 from infinipot.app.cli.library import (
     add_library_options,
@@ -371,25 +372,6 @@ def _ask_across(args: argparse.Namespace) -> int:
     return run_ask_across(_document_service(args), args)
 
 
-def _streamed(pieces, stats, quiet: bool, started: float) -> tuple[str, float]:
-    """The whole text of an answer or summary and the seconds since `started`, each piece printed as it comes
-    unless `quiet` (--json). The warnings in `stats` so far go first; those learnt once the text was complete (it
-    could not be saved) go after it, on a line of their own."""
-    _warn(stats.warnings)
-    shown = len(stats.warnings)
-    text = []
-    for piece in pieces:
-        text.append(piece)
-        if not quiet:
-            print(piece, end="", flush=True)
-    seconds = time.perf_counter() - started
-    if len(stats.warnings) > shown:
-        if not quiet:
-            print(file=sys.stderr)
-        _warn(stats.warnings[shown:])
-    return "".join(text), seconds
-
-
 def _ask_json(answer: str, seconds: float, stats, reused_pot: bool) -> dict:
     """`ask --json`'s object; the time to the first token is the whole answer's when no token came."""
     first = stats.first_token_seconds
@@ -442,17 +424,19 @@ def _summarize(args: argparse.Namespace) -> int:
     pieces, stats = service.summarize(
         args.doc, decoding_config(args), new=args.new, on_part=_part_printer(not args.json)
     )
-    summary, seconds = _streamed(pieces, stats, args.json, started)
+    shown = AnswerPrinter(stats, quiet=args.json)  # a summary's pieces, printed as an answer's are
+    for piece in pieces:
+        shown.show(Piece(piece))
+    seconds = time.perf_counter() - started
+    shown.show(Done(stats))
     if args.json:
         result = {
-            "summary": summary.strip(),
+            "summary": shown.answer().strip(),
             "seconds": round(seconds, 3),
             "reused": stats.reused_summary,
             "parts": stats.summary_parts,
         }
         print(json.dumps(result))
-    else:
-        print()
     return 0
 
 
